@@ -1,0 +1,1 @@
+"""The ``bat`` console program: Invoke's Program, bat's config layers, error reporting."""

@@ -1,0 +1,80 @@
+"""bat's configuration layers, on Invoke's ``Config``.
+
+Lowest to highest: built-in defaults (each collection's ``ns.configure``) <
+``/etc/bat.yaml`` < ``~/.bat.yaml`` < ``./bat.yaml`` < ``BAT_*`` environment variables <
+the file given with ``-f`` < command-line flags. Invoke does all of this once the prefix
+is ``bat``, except the project file (the program loads ``./bat.yaml`` itself, because
+Invoke only looks for one next to a ``tasks.py`` it discovered).
+
+Invoke lets a malformed file or an uncastable variable escape as a raw exception; the
+overrides here turn each into a :class:`~bat.errors.ConfigError` naming the culprit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from invoke import Config
+from invoke.exceptions import AmbiguousEnvVar, UncastableEnvVar, UnknownFileType
+from invoke.util import yaml
+
+from bat.errors import ConfigError
+
+
+class BatConfig(Config):
+    """Invoke configuration with bat's file names (``bat.yaml``) and ``BAT_`` variables."""
+
+    prefix = "bat"
+    env_prefix = "BAT"
+
+    def _load_yaml(self, path: Any) -> Any:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = yaml.safe_load(handle)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: invalid YAML: {_one_line(exc)}") from None
+        return _mapping(path, data)
+
+    _load_yml = _load_yaml
+
+    def _load_json(self, path: Any) -> Any:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}: invalid JSON: {exc}") from None
+        return _mapping(path, data)
+
+    def _load_file(self, prefix: str, absolute: bool = False, merge: bool = True) -> None:
+        try:
+            super()._load_file(prefix, absolute=absolute, merge=merge)
+        except UnknownFileType:
+            path = getattr(self, f"_{prefix}_path", None) or "the configuration file"
+            raise ConfigError(
+                f"{path}: unsupported configuration file type (use .yaml, .yml, .json or .py)"
+            ) from None
+        except PermissionError as exc:
+            raise ConfigError(f"{exc.filename}: cannot read configuration file") from None
+
+    def load_shell_env(self) -> None:
+        try:
+            super().load_shell_env()
+        except (UncastableEnvVar, AmbiguousEnvVar) as exc:
+            raise ConfigError(f"environment: {exc}") from None
+        except ValueError as exc:
+            raise ConfigError(f"a BAT_* environment variable has the wrong type: {exc}") from None
+
+
+def _mapping(path: Any, data: Any) -> dict:
+    """An empty file is an empty mapping; anything but a mapping at the top is an error."""
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        raise ConfigError(f"{path}: the top level must be a mapping of keys, not a {kind}")
+    return data
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())

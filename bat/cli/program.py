@@ -1,0 +1,265 @@
+"""The ``bat`` program: Invoke's ``Program`` with bat's namespace, spelling and errors.
+
+This is the one place where failures become exit statuses. Everything a user can get
+wrong ends as a single ``bat: error: ...`` line on stderr: exit 2 for bad usage or bad
+input, 1 for an operation that failed, 130 for Ctrl-C. Nothing heavy is imported here,
+so ``bat --help`` stays fast; task bodies import the library when they run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from typing import NoReturn
+
+from invoke import Argument, Collection, Program
+from invoke.exceptions import Exit, ParseError, UnexpectedExit
+
+from bat.cli.config import BatConfig
+from bat.errors import BatError, UsageError
+
+# The core flags bat keeps; Invoke's others (--pty, --echo, --dry, ...) tune shell commands.
+_CORE_FLAGS = {
+    "complete",
+    "config",
+    "debug",
+    "help",
+    "list",
+    "list-depth",
+    "list-format",
+    "print-completion-script",
+    "version",
+    "write-pyc",
+}
+
+
+class BatProgram(Program):
+    """``bat``: the command tree of ``bat.tasks`` with bat's config files and error handling."""
+
+    def __init__(self, namespace: Collection | None = None) -> None:
+        if namespace is None:
+            from bat.tasks import ns as namespace
+        super().__init__(namespace=namespace, name="bat", binary="bat", config_class=BatConfig)
+
+    # -- running -------------------------------------------------------------------
+
+    def run(self, argv: list[str] | str | None = None, exit: bool = True) -> int:
+        """Run once and exit with :meth:`status_of_run`'s status (``exit=False``: return it)."""
+        code = self.status_of_run(argv)
+        if exit:
+            sys.exit(code)
+        return code
+
+    def status_of_run(self, argv: list[str] | str | None) -> int:
+        """Invoke's run steps, with every user-facing failure turned into a status."""
+        try:
+            self.create_config()
+            self.parse_core(argv)
+            self.parse_collection()
+            self.parse_tasks()
+            self.parse_cleanup()
+            self.update_config()
+            self.execute()
+        except Exit as exc:
+            if exc.message:
+                print(exc.message, file=sys.stderr)
+            return exc.code
+        except ParseError as exc:
+            context = getattr(exc, "context", None)
+            topic = f" {context.name}" if context is not None and context.name else ""
+            return report(f"{_parse_message(exc)} (see 'bat --help{topic}')", 2)
+        except UnexpectedExit as exc:
+            if exc.result.hide:
+                print(exc, file=sys.stderr, end="")
+            return exc.result.exited or 1
+        except BatError as exc:
+            return report(exc.message, exc.exit_code)
+        except KeyboardInterrupt:
+            return report("interrupted", 130)
+        except BrokenPipeError:
+            # Output piped into `head` and the like: stop quietly, as other tools do.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141
+        except OSError as exc:
+            # A file bat was told to use cannot be read or written: say which, no traceback.
+            where = f"{exc.filename}: " if exc.filename else ""
+            return report(f"{where}{exc.strerror or exc}", 1)
+        return 0
+
+    # -- Invoke hooks --------------------------------------------------------------
+
+    def core_args(self) -> list[Argument]:
+        """Invoke's core flags less those that only tune shell commands (bat runs none)."""
+        return [arg for arg in super().core_args() if arg.name in _CORE_FLAGS]
+
+    def parse_core(self, argv: list[str] | str | None) -> None:
+        super().parse_core(argv)
+        # `bat --help init agent` means `bat --help init.agent`.
+        topic = self.args.help.value
+        if isinstance(topic, str) and self.core.unparsed:
+            joined = self._dotted(topic, self.core.unparsed[0])
+            if joined:
+                self.args.help.value = joined
+                self.core.unparsed.pop(0)
+
+    def parse_collection(self) -> None:
+        super().parse_collection()
+        # Invoke loads a project file only beside a tasks.py it found; bat's is ./bat.yaml.
+        self.config.set_project_location(os.getcwd())
+        self.config.load_project()
+
+    def parse_tasks(self) -> None:
+        words = self.core.unparsed
+        if words and words[0] in self.namespace.collections:
+            group = words[0]
+            following = words[1] if len(words) > 1 else None
+            joined = self._dotted(group, following) if following else None
+            if joined:
+                words[:2] = [joined]
+            elif following is None or following.startswith("-"):
+                self._list_group(group)
+            else:
+                tasks = ", ".join(self._task_names(group))
+                raise UsageError(f"'{group}' has no command '{following}' (it has: {tasks})")
+        self._help_after_task(words)
+        self._join_variadic(words)
+        super().parse_tasks()
+
+    def parse_cleanup(self) -> None:
+        topic = self.args.help.value
+        if isinstance(topic, str) and topic in self.namespace.collections:
+            self._list_group(topic)
+        super().parse_cleanup()
+
+    def update_config(self, merge: bool = True) -> None:
+        """Load the ``-f`` file (the runtime layer); a missing one is an error, not ignored."""
+        path = self.args.config.value
+        if path is not None and not os.path.isfile(os.path.expanduser(path)):
+            raise UsageError(f"{path}: no such configuration file (given with -f/--config)")
+        self.config.load_overrides({}, merge=False)
+        self.config.set_runtime_path(path)
+        self.config.load_runtime(merge=False)
+        if merge:
+            self.config.merge()
+
+    def print_task_help(self, name: str) -> None:
+        """Invoke's per-task help, with the positional arguments in the usage line."""
+        task = self.namespace[name]
+        positional = " ".join(arg.upper() for arg in task.positional)
+        context = self.parser.contexts[name]
+        print(f"Usage: bat {name} [--options] {positional}".rstrip())
+        print()
+        for line in (inspect.getdoc(task) or "").splitlines():
+            print(f"{self.leading_indent}{line}" if line.strip() else "")
+        print()
+        tuples = context.help_tuples()
+        print("Options:")
+        if tuples:
+            self.print_columns(tuples)
+        else:
+            print(f"{self.leading_indent}none")
+
+    def print_version(self) -> None:
+        from bat.version import installed_version
+
+        print(f"bat-cli {installed_version() or 'unknown (not installed)'}")
+
+    def print_help(self) -> None:
+        print("Usage: bat [--core-opts] <command> [--command-opts] [<command> ...]")
+        print("       bat <group> <command> ...   (same as bat <group>.<command>)")
+        print()
+        print("Core options:")
+        print()
+        self.print_columns(self.initial_context.help_tuples())
+        self.list_tasks()
+        print("'bat --help <command>' shows a command's options; docs/ explains each one.")
+
+    # -- helpers -------------------------------------------------------------------
+
+    def _task_names(self, group: str) -> list[str]:
+        collection = self.namespace.collections[group]
+        names = []
+        for name, aliases in collection.task_names.items():
+            names.append(name)
+            names.extend(aliases)
+        return names
+
+    def _dotted(self, group: str, word: str) -> str | None:
+        """``init``, ``agent`` -> ``init.agent`` when that is a task; else None."""
+        if group not in self.namespace.collections:
+            return None
+        return f"{group}.{word}" if word in self._task_names(group) else None
+
+    def _help_after_task(self, words: list[str]) -> None:
+        """``bat init.agent --help``: Invoke would take ``--help`` as the NAME argument."""
+        if words and self._is_command(words[0]) and ("-h" in words or "--help" in words):
+            self.args.help.value = words[0]
+            del words[:]
+
+    def _join_variadic(self, words: list[str]) -> None:
+        """``bat add.client a b c`` -> ``bat add.client a,b,c`` for tasks marked ``variadic``.
+
+        Invoke positionals take one word each; a task flagged ``variadic`` takes the bare
+        words after its first one too, up to a flag or the name of another command.
+        """
+        if not words:
+            return
+        try:
+            task = self.namespace[words[0]]
+        except (KeyError, ValueError):
+            return
+        if not getattr(task, "variadic", False):
+            return
+        bare = [i for i, word in enumerate(words[1:], 1) if not word.startswith("-")]
+        if not bare:
+            return
+        first = end = bare[0]
+        while end + 1 < len(words) and not words[end + 1].startswith("-"):
+            if self._is_command(words[end + 1]):
+                break
+            end += 1
+        words[first : end + 1] = [",".join(words[first : end + 1])]
+
+    def _is_command(self, word: str) -> bool:
+        if word in self.namespace.collections:
+            return True
+        try:
+            self.namespace[word]
+        except (KeyError, ValueError):
+            return False
+        return True
+
+    def _list_group(self, group: str) -> NoReturn:
+        """``bat init`` alone lists the commands ``init`` holds, then exits 0."""
+        collection = self.namespace.collections[group]
+        rows = []
+        for name in sorted(collection.task_names):
+            doc = inspect.getdoc(collection[name]) or ""
+            rows.append((f"{group}.{name}", doc.splitlines()[0] if doc else ""))
+        print(f"Usage: bat {group}.<command> [--options]  (or: bat {group} <command>)")
+        print()
+        print(f"Commands of '{group}':")
+        print()
+        self.print_columns(rows)
+        print(f"'bat --help {group}.<command>' shows a command's options.")
+        raise Exit
+
+
+def _parse_message(exc: ParseError) -> str:
+    message = str(exc)
+    if message.startswith("No idea what '"):
+        name = message[len("No idea what '") :].split("'")[0]
+        return f"unknown command or option '{name}'"
+    return message[0].lower() + message[1:] if message else "invalid command line"
+
+
+def report(message: str, code: int) -> int:
+    """Print one ``bat: error:`` line (whitespace folded) and return ``code``."""
+    print(f"bat: error: {' '.join(message.split())}", file=sys.stderr)
+    return code
+
+
+def main() -> None:
+    """Console-script entry point."""
+    BatProgram().run()

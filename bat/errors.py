@@ -1,0 +1,44 @@
+"""The one exception family for failures a user should see as a message, not a traceback.
+
+Library code raises these; only the program (``bat.cli.program``) turns them into a
+one-line message on stderr and an exit status, so every command fails the same way.
+Exit status 2 means the user asked for something wrong (bad usage, bad input, a file
+in the wrong state); 1 means a sound request whose operation failed.
+"""
+
+from __future__ import annotations
+
+
+class BatError(Exception):
+    """A failure to report to the user as one line; ``exit_code`` says which kind."""
+
+    exit_code = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(BatError):
+    """The command was called wrongly: a bad flag value, or run from the wrong place."""
+
+    exit_code = 2
+
+
+class InputError(BatError):
+    """An input file or value is invalid (a malformed config, a bad name)."""
+
+    exit_code = 2
+
+
+class ConfigError(InputError):
+    """A bat configuration file or ``BAT_*`` variable could not be used."""
+
+
+class OperationError(BatError):
+    """A well-formed request failed while it ran (I/O, a subprocess, a network peer)."""
+
+    exit_code = 1

@@ -1,0 +1,105 @@
+"""Names of generated things, derived one way everywhere.
+
+An agent called ``Weather-Bot`` is the directory ``Weather-Bot``, the Python project
+``weather-bot``, the identifier ``weather_bot`` and the class prefix ``WeatherBot``; a
+client called ``planner`` is ``src/llm_clients/planner_client.py`` holding
+``PlannerClient``. Deriving all of them here keeps ``init.agent``, ``add.client`` and the
+templates in agreement.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass
+
+from bat.errors import InputError
+
+_AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+_CLIENT_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_MAX_NAME = 64
+# A project with one of these names could not depend on bat-adk (or would shadow it).
+_RESERVED_AGENT_NAMES = {"bat", "bat-adk", "bat-cli", "src", "test", "tests"}
+
+
+@dataclass(frozen=True)
+class AgentName:
+    """Every spelling of an agent's name that the templates need."""
+
+    raw: str
+    project: str
+    identifier: str
+    class_prefix: str
+    title: str
+
+    @classmethod
+    def parse(cls, raw: str) -> AgentName:
+        """Validate ``raw`` and derive its spellings, or raise :class:`InputError`."""
+        if not raw or len(raw) > _MAX_NAME or not _AGENT_NAME.fullmatch(raw):
+            raise InputError(
+                f"invalid agent name {raw!r}: use 1-{_MAX_NAME} letters, digits, '-' or '_', "
+                "starting with a letter (e.g. weather-bot)"
+            )
+        if raw.endswith(("-", "_")):
+            raise InputError(f"invalid agent name {raw!r}: it must not end with '-' or '_'")
+        project = re.sub(r"[-_]+", "-", raw).lower()
+        if project in _RESERVED_AGENT_NAMES:
+            raise InputError(f"invalid agent name {raw!r}: '{project}' is reserved")
+        words = project.split("-")
+        return cls(
+            raw=raw,
+            project=project,
+            identifier="_".join(words),
+            class_prefix="".join(word.capitalize() for word in words),
+            title=" ".join(word.capitalize() for word in words),
+        )
+
+
+@dataclass(frozen=True)
+class ClientName:
+    """A ChatModelClient scaffold's name, module and class."""
+
+    name: str
+    module: str
+    class_name: str
+
+    @classmethod
+    def parse(cls, raw: str) -> ClientName:
+        """Validate one client name (``-`` is read as ``_``), or raise :class:`InputError`."""
+        name = raw.strip().replace("-", "_").lower()
+        if name.endswith("_client") and name != "_client":
+            name = name[: -len("_client")]
+        if not name or len(name) > _MAX_NAME or not _CLIENT_NAME.fullmatch(name):
+            raise InputError(
+                f"invalid client name {raw!r}: use lower-case letters, digits and '_', "
+                "starting with a letter (e.g. planner)"
+            )
+        if keyword.iskeyword(name) or name.endswith("_"):
+            raise InputError(f"invalid client name {raw!r}")
+        class_name = "".join(part.capitalize() for part in name.split("_") if part) + "Client"
+        return cls(name=name, module=f"{name}_client", class_name=class_name)
+
+    @classmethod
+    def from_module(cls, module: str) -> ClientName | None:
+        """The client a ``*_client.py`` module stem stands for, or None if it is not one."""
+        if not module.endswith("_client"):
+            return None
+        try:
+            return cls.parse(module[: -len("_client")])
+        except InputError:
+            return None
+
+
+def parse_client_list(values: list[str] | tuple[str, ...] | str) -> list[ClientName]:
+    """``["planner,executor", "critic"]`` -> three clients, in order, without repeats."""
+    if isinstance(values, str):
+        values = [values]
+    clients: list[ClientName] = []
+    for value in values:
+        for part in value.split(","):
+            if not part.strip():
+                continue
+            client = ClientName.parse(part)
+            if client not in clients:
+                clients.append(client)
+    return clients

@@ -1,0 +1,83 @@
+"""Checks for the values a user writes into an agent (port, model, provider, image names).
+
+``init.agent`` and ``set.env`` share them, so a value refused by one is refused by the
+other with the same words.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bat.errors import InputError
+
+
+@dataclass(frozen=True)
+class Provider:
+    """A model provider BAT-ADK supports: its bat-adk extra and its API-key variable."""
+
+    name: str
+    api_key_env: str | None
+    default_model: str
+
+
+PROVIDERS: dict[str, Provider] = {
+    provider.name: provider
+    for provider in (
+        Provider("openai", "OPENAI_API_KEY", "gpt-4.1-mini"),
+        Provider("anthropic", "ANTHROPIC_API_KEY", "claude-sonnet-4-5"),
+        Provider("deepseek", "DEEPSEEK_API_KEY", "deepseek-chat"),
+        Provider("nvidia", "NVIDIA_API_KEY", "meta/llama-3.3-70b-instruct"),
+        Provider("ollama", None, "llama3.2"),
+    )
+}
+
+_REGISTRY = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[a-z0-9._-]+)*")
+_REPO_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_REPO = re.compile(rf"{_REPO_PART}(?:/{_REPO_PART})*")
+
+
+def port(value: object) -> int:
+    """A TCP port 1-65535 (accepts the string a flag or variable gives)."""
+    text = str(value).strip()
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise InputError(f"invalid port {value!r}: use a whole number from 1 to 65535")
+    return int(text)
+
+
+def provider(value: str) -> Provider:
+    """One of the providers BAT-ADK knows."""
+    name = str(value).strip().lower()
+    if name not in PROVIDERS:
+        known = ", ".join(PROVIDERS)
+        raise InputError(f"unknown model provider {value!r}: use one of {known}")
+    return PROVIDERS[name]
+
+
+def model(value: str) -> str:
+    """A model name: non-empty, one line, no spaces."""
+    text = str(value).strip()
+    if not text or any(ch.isspace() for ch in text) or "#" in text:
+        raise InputError(f"invalid model name {value!r}: give one word such as gpt-4.1-mini")
+    return text
+
+
+def docker_registry(value: str) -> str:
+    """A registry host (``localhost:5000``, ``ghcr.io/team``) without a scheme."""
+    text = str(value).strip().rstrip("/")
+    if "://" in text:
+        raise InputError(f"invalid Docker registry {value!r}: leave out the scheme (no http://)")
+    if not _REGISTRY.fullmatch(text):
+        raise InputError(f"invalid Docker registry {value!r}: expected host[:port][/path]")
+    return text
+
+
+def docker_repo(value: str) -> str:
+    """An image repository name: lower-case path components (``team/agent``)."""
+    text = str(value).strip()
+    if not _REPO.fullmatch(text):
+        raise InputError(
+            f"invalid Docker repository {value!r}: use lower-case letters, digits and . _ -, "
+            "with / between parts"
+        )
+    return text

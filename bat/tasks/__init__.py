@@ -1,0 +1,27 @@
+"""bat's command tree as Invoke collections: ``ns`` is what the ``bat`` program runs.
+
+Each branch of the tree is a module ending in ``ns = Collection(...)`` (plus its
+``ns.configure`` defaults), so another project can mount any of them in its own
+``tasks.py``::
+
+    from invoke import Collection
+    from bat.tasks import init, set as set_tasks
+
+    ns = Collection(init.ns, set_tasks.ns)
+
+Task modules are thin: they read flags and configuration, call the library, print.
+They import nothing heavy at module level, so listing commands stays fast.
+"""
+
+from invoke import Collection
+
+from bat.tasks import add, init, version
+from bat.tasks import set as set_
+
+ns = Collection()
+ns.add_collection(init.ns)
+ns.add_collection(add.ns)
+ns.add_collection(set_.ns)
+ns.add_task(version.version)
+
+__all__ = ["add", "init", "ns", "set_", "version"]

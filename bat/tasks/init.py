@@ -1,0 +1,68 @@
+"""``bat init``: create things from templates (``init.agent``)."""
+
+from __future__ import annotations
+
+from invoke import Collection, Context
+
+from bat.tasks._options import command, setting
+
+
+@command(
+    iterable=["clients"],
+    short={"clients": "c", "output_dir": "o", "force": "f"},
+    help={
+        "name": "Agent name: the folder, the Python project and the class names derive from it.",
+        "clients": "ChatModelClient scaffolds to create, comma-separated or repeated "
+        "(default: assistant). The first one answers in the generated graph.",
+        "output-dir": "Folder to create the agent in (default: the current folder).",
+        "force": "Write into an existing non-empty folder, overwriting generated files.",
+        "port": "PORT written to .env: the agent's A2A port (default 9900).",
+        "model": "MODEL written to .env (default: the provider's usual model).",
+        "model-provider": "MODEL_PROVIDER written to .env: openai, anthropic, deepseek, "
+        "nvidia or ollama (default openai).",
+    },
+)
+def agent(
+    c: Context,
+    name: str,
+    clients: list[str] | None = None,
+    output_dir: str | None = None,
+    force: bool = False,
+    port: str | None = None,
+    model: str | None = None,
+    model_provider: str | None = None,
+) -> None:
+    """Create a complete BAT-ADK agent project NAME (agent card, config, src/, Docker files)."""
+    from bat.scaffold.agent import AgentRequest, create_agent
+
+    request = AgentRequest.build(
+        name,
+        output_dir=setting(c, output_dir, "init.agent.output_dir"),
+        clients=setting(c, clients, "init.agent.clients"),
+        port=setting(c, port, "init.agent.port"),
+        model=setting(c, model, "init.agent.model"),
+        model_provider=setting(c, model_provider, "init.agent.model_provider"),
+        force=force,
+    )
+    created = create_agent(request)
+    print(f"Created agent '{request.name.raw}' in {created.target}/ ({len(created.files)} files):")
+    for relative in created.files:
+        print(f"  {relative}")
+    print(f"Next: cd {created.target} && uv run .   (serves A2A on port {request.port})")
+
+
+ns = Collection("init")
+ns.add_task(agent)
+ns.configure(
+    {
+        "init": {
+            "agent": {
+                "output_dir": ".",
+                "clients": "assistant",
+                "port": 9900,
+                "model": None,
+                "model_provider": "openai",
+            }
+        }
+    }
+)
