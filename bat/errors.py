@@ -1,7 +1,9 @@
 """The one exception family for failures a user should see as a message, not a traceback.
 
-Library code raises these; only the program (``bat.cli.program``) turns them into a
-one-line message on stderr and an exit status, so every command fails the same way.
+Library code raises these. They become a one-line message on stderr (always worded by
+:func:`error_line`) and an exit status: in the ``bat`` program (``bat.cli.program``),
+and in any other Invoke program that mounts bat's collections (``BatTask`` turns them
+into Invoke's ``Exit``), so every command fails the same way wherever it runs.
 Exit status 2 means the user asked for something wrong (bad usage, bad input, a file
 in the wrong state); 1 means a sound request whose operation failed.
 """
@@ -42,3 +44,8 @@ class OperationError(BatError):
     """A well-formed request failed while it ran (I/O, a subprocess, a network peer)."""
 
     exit_code = 1
+
+
+def error_line(message: str) -> str:
+    """The one line a user sees for a failure: ``bat: error: ...``, whitespace folded."""
+    return f"bat: error: {' '.join(str(message).split())}"

@@ -17,7 +17,7 @@ from invoke import Argument, Collection, Program
 from invoke.exceptions import Exit, ParseError, UnexpectedExit
 
 from bat.cli.config import BatConfig
-from bat.errors import BatError, UsageError
+from bat.errors import BatError, UsageError, error_line
 
 # The core flags bat keeps; Invoke's others (--pty, --echo, --dry, ...) tune shell commands.
 _CORE_FLAGS = {
@@ -255,8 +255,8 @@ def _parse_message(exc: ParseError) -> str:
 
 
 def report(message: str, code: int) -> int:
-    """Print one ``bat: error:`` line (whitespace folded) and return ``code``."""
-    print(f"bat: error: {' '.join(message.split())}", file=sys.stderr)
+    """Print one ``bat: error:`` line and return ``code``."""
+    print(error_line(message), file=sys.stderr)
     return code
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from invoke import Context, Task, task
+from invoke import Context, Exit, Task, task
+
+from bat.errors import BatError, error_line
 
 
 class BatTask(Task):
@@ -15,6 +17,10 @@ class BatTask(Task):
     option different letters in different commands. bat's short flags are exactly the
     ones the command tree documents (``short={"clients": "c"}``). ``variadic`` lets the
     program read ``bat add.client a b`` as ``bat add.client a,b``.
+
+    A :class:`~bat.errors.BatError` from the task body becomes Invoke's ``Exit`` with
+    the error's line and status, so the task fails cleanly under any Invoke program
+    (``bat``, ``invoke``, ``fab``) that runs it.
     """
 
     def __init__(
@@ -28,6 +34,12 @@ class BatTask(Task):
         super().__init__(body, **kwargs)
         self.short = dict(short or {})
         self.variadic = variadic
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except BatError as exc:
+            raise Exit(error_line(exc.message), code=exc.exit_code) from None
 
     def arg_opts(self, name: str, default: str, taken_names: set[str]) -> dict[str, Any]:
         opts = super().arg_opts(name, default, taken_names)

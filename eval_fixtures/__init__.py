@@ -1,0 +1,1 @@
+"""Test fixtures for bat's evaluations: stand-ins for the services an agent depends on."""

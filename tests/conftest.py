@@ -1,0 +1,58 @@
+"""Shared test helpers: run the real ``bat`` console script in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BAT = Path(sys.executable).with_name("bat")
+
+
+@dataclass
+class Result:
+    """What one ``bat`` run printed and returned."""
+
+    code: int
+    out: str
+    err: str
+
+
+def run_bat(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 60
+) -> Result:
+    """Run the installed ``bat`` with ``args``; never raises on a non-zero exit."""
+    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    proc = subprocess.run(
+        [str(BAT), *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def bat():
+    """The ``run_bat`` function, as a fixture."""
+    return run_bat
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """An empty HOME, so no ~/.bat.yaml of the developer leaks into a test."""
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("HOME", str(path))
+    for key in list(os.environ):
+        if key.startswith("BAT_"):
+            monkeypatch.delenv(key)
+    return path

@@ -1,0 +1,184 @@
+"""The ``bat`` program: help at every level, spellings, config layers, errors, version."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from tests.conftest import REPO
+
+COMMANDS = ["init.agent", "add.client", "set.env", "version"]
+
+
+def project_version():
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+
+
+def test_help_lists_every_command(bat, home):
+    result = bat("--help")
+    assert result.code == 0
+    for name in COMMANDS:
+        assert name in result.out
+
+
+def test_list(bat, home):
+    result = bat("--list")
+    assert result.code == 0 and all(name in result.out for name in COMMANDS)
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_help_per_command_in_every_spelling(bat, home, name):
+    dotted = bat("--help", name)
+    assert dotted.code == 0 and f"Usage: bat {name}" in dotted.out
+    assert bat(name, "--help").out == dotted.out
+    if "." in name:
+        assert bat("--help", *name.split(".")).out == dotted.out
+        assert bat(*name.split("."), "-h").out == dotted.out
+
+
+@pytest.mark.parametrize("group", ["init", "add", "set"])
+def test_a_group_alone_lists_its_commands(bat, home, group):
+    for args in ([group], [group, "--help"], ["--help", group]):
+        result = bat(*args)
+        assert result.code == 0, args
+        assert f"{group}." in result.out and "Traceback" not in result.err
+
+
+def test_unknown_command_in_group(bat, home):
+    result = bat("init", "nope")
+    assert result.code == 2
+    assert result.err == "bat: error: 'init' has no command 'nope' (it has: agent)\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["frobnicate"],
+        ["init.agent"],
+        ["set.env", "--bogus"],
+        ["--bogus"],
+        ["init.agent", "x", "--port"],
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(bat, home, tmp_path, args):
+    result = bat(*args, cwd=tmp_path)
+    assert result.code == 2
+    assert result.err.startswith("bat: error: ") and result.err.count("\n") == 1
+
+
+def test_version_prints_the_installed_version(bat, home):
+    result = bat("version")
+    assert result.code == 0 and result.out == f"bat-cli {project_version()}\n"
+    assert bat("--version").out == result.out
+
+
+def test_version_from_an_uninstalled_checkout_is_unavailable(tmp_path):
+    """A venv with Invoke but without bat-cli, running bat from the source tree."""
+    uv = shutil.which("uv") or str(os.path.join(os.path.dirname(sys.executable), "uv"))
+    venv = tmp_path / "venv"
+    subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [uv, "pip", "install", "-q", "--python", str(python), "invoke>=2.2,<3"], check=True
+    )
+    proc = subprocess.run(
+        [str(python), "-m", "bat.cli", "version"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("bat: error: bat-cli version unavailable")
+    assert proc.stderr.count("\n") == 1
+
+
+# -- configuration layers -------------------------------------------------------------
+
+
+def generated_port(directory):
+    for line in (directory / ".env").read_text().splitlines():
+        if line.startswith("PORT="):
+            return int(line.split("=", 1)[1])
+    raise AssertionError("no PORT")
+
+
+def test_configuration_layers_in_order(bat, home, tmp_path):
+    """~/.bat.yaml < ./bat.yaml < BAT_* < -f FILE < flag, each checked by the port it sets."""
+    work = tmp_path / "work"
+    work.mkdir()
+    layer = "init:\n  agent:\n    port: {}\n"
+    (home / ".bat.yaml").write_text(layer.format(9001))
+    assert bat("init.agent", "a1", cwd=work).code == 0
+    assert generated_port(work / "a1") == 9001
+    (work / "bat.yaml").write_text(layer.format(9002))
+    assert bat("init.agent", "a2", cwd=work).code == 0
+    assert generated_port(work / "a2") == 9002
+    env = {"BAT_INIT_AGENT_PORT": "9003"}
+    assert bat("init.agent", "a3", cwd=work, env=env).code == 0
+    assert generated_port(work / "a3") == 9003
+    runtime = tmp_path / "runtime.yaml"
+    runtime.write_text(layer.format(9004))
+    assert bat("-f", str(runtime), "init.agent", "a4", cwd=work, env=env).code == 0
+    assert generated_port(work / "a4") == 9004
+    flagged = bat("-f", str(runtime), "init.agent", "a5", "--port", "9005", cwd=work, env=env)
+    assert flagged.code == 0
+    assert generated_port(work / "a5") == 9005
+
+
+def test_other_defaults_come_from_configuration(bat, home, tmp_path):
+    (tmp_path / "bat.yaml").write_text(
+        "init:\n  agent:\n    model_provider: ollama\n    clients: planner,critic\n"
+    )
+    assert bat("init.agent", "cfg", cwd=tmp_path).code == 0
+    assert "MODEL_PROVIDER=ollama" in (tmp_path / "cfg/.env").read_text()
+    assert (tmp_path / "cfg/src/llm_clients/critic_client.py").is_file()
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("init: [unclosed\n", "invalid YAML"),
+        ("- a list\n", "must be a mapping"),
+    ],
+)
+def test_malformed_project_config_is_one_line_exit_2(bat, home, tmp_path, content, words):
+    (tmp_path / "bat.yaml").write_text(content)
+    result = bat("init.agent", "x", cwd=tmp_path)
+    assert result.code == 2 and words in result.err and "bat.yaml" in result.err
+    assert result.err.count("\n") == 1
+    assert not (tmp_path / "x").exists()
+
+
+def test_missing_runtime_config_file(bat, home, tmp_path):
+    result = bat("-f", str(tmp_path / "nope.yaml"), "version")
+    assert result.code == 2 and "nope.yaml" in result.err
+
+
+def test_runtime_config_of_unknown_type(bat, home, tmp_path):
+    (tmp_path / "conf.toml").write_text("x = 1\n")
+    result = bat("-f", str(tmp_path / "conf.toml"), "version")
+    assert result.code == 2 and "unsupported configuration file type" in result.err
+
+
+def test_uncastable_environment_variable(bat, home, tmp_path):
+    result = bat("init.agent", "x", cwd=tmp_path, env={"BAT_INIT_AGENT_PORT": "lots"})
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert not (tmp_path / "x").exists()
+
+
+def test_unwritable_output_is_an_operation_error(bat, home, tmp_path):
+    if os.geteuid() == 0:
+        blocker = tmp_path / "file"
+        blocker.write_text("")
+        result = bat("init.agent", "x", "-o", str(blocker / "sub"))
+    else:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        result = bat("init.agent", "x", "-o", str(locked))
+    assert result.code == 1 and result.err.startswith("bat: error: ")
+    assert "Traceback" not in result.err and result.err.count("\n") == 1
