@@ -16,8 +16,16 @@ def invoke(*args, cwd=REPO):
 def test_repo_tasks_mount_the_bat_tree():
     listing = invoke("--list")
     assert listing.returncode == 0, listing.stderr
-    for name in ("test", "lint", "bench", "check", "bat.init.agent", "bat.add.client",
-                 "bat.set.env", "bat.version"):
+    for name in (
+        "test",
+        "lint",
+        "bench",
+        "check",
+        "bat.init.agent",
+        "bat.add.client",
+        "bat.set.env",
+        "bat.version",
+    ):
         assert name in listing.stdout
 
 
