@@ -1,15 +1,15 @@
 """A scripted model server: a deterministic stand-in for an LLM provider.
 
-Why it exists: bat's end-to-end tests and evaluations must drive a *real* agent, whose
-framework talks HTTP to a model. A real model is slow, costs money, needs a key and never
-answers twice the same way. This server speaks the wire protocols BAT-ADK's providers use
-and answers from a small rule file, so a test knows exactly what the agent has to say:
+Why: bat's end-to-end tests and evaluations drive a *real* agent, whose framework talks
+HTTP to a model. A real model is slow, costs money, needs a key and never answers the same
+way twice. This server speaks the wire protocols of BAT-ADK's providers and answers from a
+rule file, so a test knows exactly what the agent must say:
 
 * OpenAI chat completions: ``POST /v1/chat/completions`` (JSON, or SSE chunks ending with
   ``data: [DONE]`` when ``"stream": true``) and ``GET /v1/models``;
-* Ollama's native API: ``POST /api/chat`` (JSON, or NDJSON lines; Ollama streams by default).
+* Ollama: ``POST /api/chat`` (JSON, or NDJSON lines: Ollama streams unless told not to).
 
-Rule file (JSON or YAML): a list of rules, the first that matches the last user message wins::
+Rule file (JSON or YAML), a list; the first rule matching the last user message wins::
 
     - match: weather            # a substring of the last user message
       reply: It is sunny.
@@ -17,14 +17,13 @@ Rule file (JSON or YAML): a list of rules, the first that matches the last user 
       reply: Hello!
     - reply: 'echo: {last}'     # neither: the default rule
 
-Replies may use {last} (the last user message), {first} (the first one), {user_count}
-(user messages received) and {message_count} (all messages, system prompt included), so a
-test can check that an agent sent its conversation history. With no rule file, or when no
-rule matches, the reply is ``echo: <last user message>``.
+Replies may use {last} and {first} (the last and first user messages), {user_count} and
+{message_count} (system prompt included), so a test can check that an agent sent its
+history. With no rule file, or no match, the reply is ``echo: <last user message>``.
 
-Run it as ``python -m eval_fixtures.model_server --port 8000 [--rules FILE]``. It binds only
-127.0.0.1, prints ``listening on http://127.0.0.1:PORT`` once it accepts connections
-(``--port 0`` picks a free port) and ``GET /stats`` reports the requests it served.
+``python -m eval_fixtures.model_server --port 8000 [--rules FILE]`` binds only 127.0.0.1,
+prints ``listening on http://127.0.0.1:PORT`` once it accepts connections (``--port 0``
+picks a free port); ``GET /stats`` counts the requests it served.
 """
 
 from __future__ import annotations
@@ -33,9 +32,10 @@ import argparse
 import asyncio
 import json
 import re
+import socket
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,15 +46,21 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 HOST = "127.0.0.1"
-# A fixed clock and counters instead of time and random ids: identical requests get
-# byte-identical replies, so a failing evaluation can be replayed exactly.
+# A fixed clock and counted ids instead of time and random ids: identical request
+# sequences get byte-identical replies, so a failing evaluation replays exactly.
 CREATED = 1_700_000_000
 CREATED_AT = "2023-11-14T22:13:20Z"
 DEFAULT_MODEL = "scripted"
 ECHO = "echo: {last}"
 PLACEHOLDER = re.compile(r"\{(last|first|user_count|message_count)\}")
+MS = 1_000_000  # Ollama reports durations in nanoseconds; we pretend 1 ms per token
 
 Handler = Callable[[Request], Awaitable[Response]]
+Messages = list[dict[str, Any]]
+
+
+class BadRequest(Exception):
+    """A request this server cannot answer; each protocol words its 400 its own way."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,7 @@ class Rule:
     """One scripted answer: ``reply`` when ``pattern`` occurs in the last user message."""
 
     reply: str
-    pattern: re.Pattern[str] | None = None  # None: the default rule, which matches anything
+    pattern: re.Pattern[str] | None = None  # None: the default rule, matching anything
 
     def matches(self, text: str) -> bool:
         return self.pattern is None or self.pattern.search(text) is not None
@@ -76,11 +82,11 @@ class Rules:
 
     @classmethod
     def load(cls, path: str | Path) -> Rules:
-        """Read a rule file: JSON if it ends with .json, YAML otherwise."""
+        """Read a rule file: JSON if its name ends with .json, YAML otherwise."""
         text = Path(path).read_text(encoding="utf-8")
         if str(path).endswith(".json"):
             return cls.from_data(json.loads(text))
-        import yaml  # only needed for YAML rule files
+        import yaml  # only YAML rule files need it
 
         try:
             return cls.from_data(yaml.safe_load(text))
@@ -89,7 +95,7 @@ class Rules:
 
     @classmethod
     def from_data(cls, data: Any) -> Rules:
-        """Validate parsed rules early, so a typo fails at start-up, not mid-test."""
+        """Validate parsed rules, so a typo fails at start-up rather than mid-test."""
         if not isinstance(data, list):
             raise ValueError("a rule file holds a list of {match|regex, reply} rules")
         rules = []
@@ -98,55 +104,26 @@ class Rules:
                 raise ValueError(f"rule {index}: needs a 'reply' text, got {item!r}")
             if "match" in item and "regex" in item:
                 raise ValueError(f"rule {index}: give 'match' or 'regex', not both")
-            pattern = None
-            if "match" in item:
-                pattern = re.compile(re.escape(str(item["match"])))
-            elif "regex" in item:
-                pattern = re.compile(str(item["regex"]))
+            source = re.escape(str(item["match"])) if "match" in item else item.get("regex")
+            pattern = None if source is None else re.compile(str(source))
             rules.append(Rule(reply=item["reply"], pattern=pattern))
         return cls(tuple(rules))
 
-    def reply(self, messages: list[dict[str, Any]]) -> str:
+    def reply(self, messages: Messages) -> str:
         """The scripted reply to a conversation, placeholders filled in."""
         users = [content_text(m.get("content")) for m in messages if m.get("role") == "user"]
         last = users[-1] if users else ""
         template = next((rule.reply for rule in self.rules if rule.matches(last)), ECHO)
-        values = {
-            "last": last,
-            "first": users[0] if users else "",
-            "user_count": str(len(users)),
-            "message_count": str(len(messages)),
-        }
+        values = {"last": last, "first": users[0] if users else "", "user_count": str(len(users))}
+        values["message_count"] = str(len(messages))
         return PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
-
-
-@dataclass
-class Stats:
-    """What the server served, so a test can assert the agent really called the model."""
-
-    by_path: Counter[str] = field(default_factory=Counter)
-    models: set[str] = field(default_factory=set)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "requests": sum(self.by_path.values()),
-            "by_path": dict(self.by_path),
-            "models": sorted(self.models),
-        }
 
 
 def content_text(content: Any) -> str:
     """The text of a message: a string, or the text parts of a list of content parts."""
-    if isinstance(content, str):
-        return content
     if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
-
-
-def count_words(text: str) -> int:
-    """Deterministic stand-in for a tokenizer: one token per whitespace-separated word."""
-    return len(text.split())
+    return content if isinstance(content, str) else ""
 
 
 def pieces(text: str) -> list[str]:
@@ -154,28 +131,30 @@ def pieces(text: str) -> list[str]:
     return [p for p in re.split(r"(?<=\s)(?=\S)", text) if p]
 
 
-def usage_of(messages: list[dict[str, Any]], reply: str) -> dict[str, int]:
-    prompt = sum(count_words(content_text(m.get("content"))) for m in messages)
-    completion = count_words(reply)
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
+def usage_of(messages: Messages, reply: str) -> dict[str, int]:
+    """Token counts without a tokenizer: one token per whitespace-separated word."""
+    prompt = sum(len(content_text(m.get("content")).split()) for m in messages)
+    completion = len(reply.split())
+    return dict(
+        prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
+    )
 
 
 def build_app(rules: Rules) -> Starlette:
-    """The Starlette app serving ``rules``; its ``state.stats`` counts what it served."""
-    stats = Stats()
+    """The Starlette app answering from ``rules``, counting what it serves (GET /stats)."""
+    # What was served, so a test can assert that the agent really called the model.
+    by_path: Counter[str] = Counter()
+    models: set[str] = set()
 
     def counted(handler: Handler) -> Handler:
         async def endpoint(request: Request) -> Response:
-            stats.by_path[request.url.path] += 1
+            by_path[request.url.path] += 1
             return await handler(request)
 
         return endpoint
 
-    async def read_chat(request: Request) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    async def read_chat(request: Request) -> tuple[dict[str, Any], Messages, str]:
+        """The body, its messages and its model; BadRequest if they are unusable."""
         try:
             body = await request.json()
         except ValueError as exc:
@@ -183,71 +162,69 @@ def build_app(rules: Rules) -> Starlette:
         messages = body.get("messages") if isinstance(body, dict) else None
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             raise BadRequest("'messages' must be a list of objects")
-        stats.models.add(str(body.get("model") or DEFAULT_MODEL))
-        return body, messages
+        model = str(body.get("model") or DEFAULT_MODEL)
+        models.add(model)
+        return body, messages, model
 
     async def chat_completions(request: Request) -> Response:
         try:
-            body, messages = await read_chat(request)
+            body, messages, model = await read_chat(request)
         except BadRequest as exc:
             error = {"message": str(exc), "type": "invalid_request_error"}
             return JSONResponse({"error": error}, status_code=400)
-        model = str(body.get("model") or DEFAULT_MODEL)
         reply = rules.reply(messages)
         usage = usage_of(messages, reply)
-        head = {"id": f"chatcmpl-{stats.by_path[request.url.path]:06d}", "created": CREATED}
-        head["model"] = model
+        number = by_path[request.url.path]
+        head = {"id": f"chatcmpl-{number:06d}", "created": CREATED, "model": model}
         if not body.get("stream"):
             message = {"role": "assistant", "content": reply}
             choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}
-            return JSONResponse(
-                {**head, "object": "chat.completion", "choices": [choice], "usage": usage}
-            )
+            completion = {**head, "object": "chat.completion", "choices": [choice]}
+            return JSONResponse({**completion, "usage": usage})
         want_usage = bool((body.get("stream_options") or {}).get("include_usage"))
 
-        async def events() -> AsyncIterator[str]:
-            def chunk(delta: dict[str, str], finish: str | None) -> str:
-                choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
-                return json.dumps({**head, "object": "chat.completion.chunk", "choices": [choice]})
+        def chunk(delta: dict[str, str] | None, finish: str | None = None, **extra: Any) -> str:
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+            choices = [] if delta is None else [choice]
+            return json.dumps(
+                {**head, "object": "chat.completion.chunk", "choices": choices, **extra}
+            )
 
-            yield chunk({"role": "assistant", "content": ""}, None)
+        async def events() -> AsyncIterator[str]:
+            yield chunk({"role": "assistant", "content": ""})
             for piece in pieces(reply):
-                yield chunk({"content": piece}, None)
+                yield chunk({"content": piece})
             yield chunk({}, "stop")
-            if want_usage:  # OpenAI sends usage last, in a chunk without choices
-                obj = {**head, "object": "chat.completion.chunk", "choices": [], "usage": usage}
-                yield json.dumps(obj)
+            if want_usage:  # as OpenAI does: usage last, in a chunk without choices
+                yield chunk(None, usage=usage)
             yield "[DONE]"
 
         return EventSourceResponse(events())
 
     async def list_models(request: Request) -> Response:
-        names = sorted(stats.models | {DEFAULT_MODEL})
-        data = [
-            {"id": n, "object": "model", "created": CREATED, "owned_by": "scripted"} for n in names
-        ]
+        names = sorted(models | {DEFAULT_MODEL})
+        data = [{"id": n, "object": "model", "created": CREATED, "owned_by": "bat"} for n in names]
         return JSONResponse({"object": "list", "data": data})
 
     async def ollama_chat(request: Request) -> Response:
         try:
-            body, messages = await read_chat(request)
+            body, messages, model = await read_chat(request)
         except BadRequest as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
-        model = str(body.get("model") or DEFAULT_MODEL)
         reply = rules.reply(messages)
         usage = usage_of(messages, reply)
+        head = {"model": model, "created_at": CREATED_AT}
         final = {
-            "model": model,
-            "created_at": CREATED_AT,
+            **head,
             "message": {"role": "assistant", "content": ""},
             "done": True,
             "done_reason": "stop",
-            "total_duration": usage["total_tokens"] * 1_000_000,  # 1 ms a token, in ns
+            "total_duration": usage["total_tokens"] * MS,
             "load_duration": 0,
             "prompt_eval_count": usage["prompt_tokens"],
-            "prompt_eval_duration": usage["prompt_tokens"] * 1_000_000,
+            "prompt_eval_duration": usage["prompt_tokens"] * MS,
             "eval_count": usage["completion_tokens"],
-            "eval_duration": usage["completion_tokens"] * 1_000_000,
+            "eval_duration": usage["completion_tokens"] * MS,
         }
         if body.get("stream", True) is False:
             final["message"]["content"] = reply
@@ -256,49 +233,27 @@ def build_app(rules: Rules) -> Starlette:
         async def lines() -> AsyncIterator[str]:
             for piece in pieces(reply):
                 message = {"role": "assistant", "content": piece}
-                part = {"model": model, "created_at": CREATED_AT, "message": message, "done": False}
-                yield json.dumps(part) + "\n"
+                yield json.dumps({**head, "message": message, "done": False}) + "\n"
             yield json.dumps(final) + "\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 
     async def show_stats(request: Request) -> Response:
-        return JSONResponse(stats.as_json())
+        total = sum(by_path.values())
+        return JSONResponse({"requests": total, "by_path": by_path, "models": sorted(models)})
 
-    app = Starlette(
-        routes=[
-            Route("/v1/chat/completions", counted(chat_completions), methods=["POST"]),
-            Route("/v1/models", counted(list_models), methods=["GET"]),
-            Route("/api/chat", counted(ollama_chat), methods=["POST"]),
-            Route("/stats", show_stats, methods=["GET"]),  # not counted: it observes
-        ]
-    )
-    app.state.stats = stats
+    routes = [
+        Route("/v1/chat/completions", counted(chat_completions), methods=["POST"]),
+        Route("/v1/models", counted(list_models), methods=["GET"]),
+        Route("/api/chat", counted(ollama_chat), methods=["POST"]),
+        Route("/stats", show_stats, methods=["GET"]),  # not counted: it only observes
+    ]
+    app = Starlette(routes=routes)
     return app
 
 
-class BadRequest(Exception):
-    """A request this server cannot answer; each protocol words the 400 its own way."""
-
-
-async def serve(app: Starlette, port: int, log_level: str = "warning") -> None:
-    """Serve ``app`` on 127.0.0.1:``port``; announce the address once connections work."""
-    import uvicorn  # imported here: build_app alone (e.g. with a TestClient) needs no server
-
-    config = uvicorn.Config(app, host=HOST, port=port, log_level=log_level, lifespan="off")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():  # could not bind: uvicorn has logged why
-            await task
-            raise SystemExit(1)
-        await asyncio.sleep(0.02)
-    bound = server.servers[0].sockets[0].getsockname()[1]
-    print(f"listening on http://{HOST}:{bound}", flush=True)
-    await task
-
-
 def main(argv: list[str] | None = None) -> None:
+    """Parse the command line, listen, announce the address, serve until SIGINT/SIGTERM."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     parser.add_argument("--rules", type=Path, help="JSON or YAML rule file (default: echo)")
@@ -308,7 +263,17 @@ def main(argv: list[str] | None = None) -> None:
         rules = Rules.load(args.rules) if args.rules else Rules()
     except (OSError, ValueError, re.error) as exc:
         parser.error(f"--rules {args.rules}: {exc}")
-    asyncio.run(serve(build_app(rules), args.port, args.log_level))
+    try:
+        # Bound here, not by uvicorn: the ready line can be printed as soon as connecting
+        # works (early clients wait in the backlog) and a busy port is one clear error.
+        sock = socket.create_server((HOST, args.port))
+    except OSError as exc:
+        raise SystemExit(f"model_server: cannot listen on {HOST}:{args.port}: {exc}") from None
+    import uvicorn  # imported here: build_app alone (e.g. under a TestClient) needs no server
+
+    print(f"listening on http://{HOST}:{sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(build_app(rules), log_level=args.log_level, lifespan="off")
+    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
 
 
 if __name__ == "__main__":
