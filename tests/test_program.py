@@ -182,3 +182,20 @@ def test_unwritable_output_is_an_operation_error(bat, home, tmp_path):
         result = bat("init.agent", "x", "-o", str(locked))
     assert result.code == 1 and result.err.startswith("bat: error: ")
     assert "Traceback" not in result.err and result.err.count("\n") == 1
+
+
+def test_list_of_an_unknown_group(bat, home):
+    result = bat("--list", "nope")
+    assert result.code == 2 and "no group of commands named 'nope'" in result.err
+
+
+def test_group_with_an_unknown_option(bat, home):
+    result = bat("init", "--bogus")
+    assert result.code == 2 and result.err.count("\n") == 1
+
+
+def test_python_config_file_that_fails(bat, home, tmp_path):
+    (tmp_path / "bat.py").write_text("raise RuntimeError('boom')\n")
+    result = bat("version", cwd=tmp_path)
+    assert result.code == 2 and "bat.py" in result.err and "boom" in result.err
+    assert "Traceback" not in result.err

@@ -46,6 +46,12 @@ class BatConfig(Config):
             raise ConfigError(f"{path}: invalid JSON: {exc}") from None
         return _mapping(path, data)
 
+    def _load_py(self, path: str) -> dict:
+        try:
+            return super()._load_py(path)
+        except Exception as exc:  # a Python config file can fail in any way its code can
+            raise ConfigError(f"{path}: cannot load: {type(exc).__name__}: {exc}") from None
+
     def _load_file(self, prefix: str, absolute: bool = False, merge: bool = True) -> None:
         try:
             super()._load_file(prefix, absolute=absolute, merge=merge)

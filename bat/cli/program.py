@@ -117,8 +117,10 @@ class BatProgram(Program):
             joined = self._dotted(group, following) if following else None
             if joined:
                 words[:2] = [joined]
-            elif following is None or following.startswith("-"):
+            elif following in (None, "-h", "--help"):
                 self._list_group(group)
+            elif following.startswith("-"):
+                raise UsageError(f"'{group}' is a group of commands; it takes no {following}")
             else:
                 tasks = ", ".join(self._task_names(group))
                 raise UsageError(f"'{group}' has no command '{following}' (it has: {tasks})")
@@ -130,6 +132,10 @@ class BatProgram(Program):
         topic = self.args.help.value
         if isinstance(topic, str) and topic in self.namespace.collections:
             self._list_group(topic)
+        root = self.args.list.value
+        if isinstance(root, str) and root not in self.namespace.collections:
+            groups = ", ".join(self.namespace.collections)
+            raise UsageError(f"no group of commands named '{root}' (groups: {groups})")
         super().parse_cleanup()
 
     def update_config(self, merge: bool = True) -> None:
