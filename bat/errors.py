@@ -16,9 +16,12 @@ class BatError(Exception):
 
     exit_code = 1
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, details: list[str] | tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.message = message
+        # Several problems found at once (e.g. every invalid key of a file): one per line
+        # under the headline, so a user fixes them all in one go.
+        self.details = tuple(details)
 
     def __str__(self) -> str:
         return self.message
@@ -46,6 +49,19 @@ class OperationError(BatError):
     exit_code = 1
 
 
+class Interrupted(BatError):
+    """The user pressed Ctrl-C; what was finished is kept (the message says where)."""
+
+    exit_code = 130
+
+
 def error_line(message: str) -> str:
     """The one line a user sees for a failure: ``bat: error: ...``, whitespace folded."""
     return f"bat: error: {' '.join(str(message).split())}"
+
+
+def error_text(error: BatError) -> str:
+    """The headline line, then one indented line per detail (if any)."""
+    lines = [error_line(error.message)]
+    lines += [f"  - {' '.join(detail.split())}" for detail in error.details]
+    return "\n".join(lines)

@@ -17,7 +17,7 @@ from invoke import Argument, Collection, Program
 from invoke.exceptions import Exit, ParseError, UnexpectedExit
 
 from bat.cli.config import BatConfig
-from bat.errors import BatError, UsageError, error_line
+from bat.errors import BatError, UsageError, error_line, error_text
 
 # The core flags bat keeps; Invoke's others (--pty, --echo, --dry, ...) tune shell commands.
 _CORE_FLAGS = {
@@ -74,7 +74,8 @@ class BatProgram(Program):
                 print(exc, file=sys.stderr, end="")
             return exc.result.exited or 1
         except BatError as exc:
-            return report(exc.message, exc.exit_code)
+            print(error_text(exc), file=sys.stderr)
+            return exc.exit_code
         except KeyboardInterrupt:
             return report("interrupted", 130)
         except BrokenPipeError:

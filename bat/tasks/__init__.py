@@ -16,12 +16,14 @@ They import nothing heavy at module level, so listing commands stays fast.
 from invoke import Collection
 
 from bat.tasks import add, init, version
+from bat.tasks import eval as eval_
 from bat.tasks import set as set_
 
 ns = Collection()
 ns.add_collection(init.ns)
 ns.add_collection(add.ns)
 ns.add_collection(set_.ns)
+ns.add_collection(eval_.ns)
 ns.add_task(version.version)
 
-__all__ = ["add", "init", "ns", "set_", "version"]
+__all__ = ["add", "eval_", "init", "ns", "set_", "version"]

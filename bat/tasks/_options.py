@@ -7,7 +7,7 @@ from typing import Any
 
 from invoke import Context, Exit, Task, task
 
-from bat.errors import BatError, error_line
+from bat.errors import BatError, error_text
 
 
 class BatTask(Task):
@@ -39,7 +39,7 @@ class BatTask(Task):
         try:
             return super().__call__(*args, **kwargs)
         except BatError as exc:
-            raise Exit(error_line(exc.message), code=exc.exit_code) from None
+            raise Exit(error_text(exc), code=exc.exit_code) from None
 
     def arg_opts(self, name: str, default: str, taken_names: set[str]) -> dict[str, Any]:
         opts = super().arg_opts(name, default, taken_names)
@@ -53,11 +53,23 @@ def command(**kwargs: Any) -> Callable[[Callable], BatTask]:
     return task(klass=BatTask, **kwargs)
 
 
-def setting(c: Context, flag: Any, key: str) -> Any:
-    """The flag's value when given, else the configured ``key`` (e.g. ``init.agent.port``)."""
+_REQUIRED = object()
+
+
+def setting(c: Context, flag: Any, key: str, default: Any = _REQUIRED) -> Any:
+    """The flag's value when given, else the configured ``key`` (e.g. ``init.agent.port``).
+
+    ``default`` covers a key missing from the config: Invoke gives a ``pre``/``post`` task
+    the root collection's configuration, which lacks a mounted sub-collection's defaults.
+    """
     if flag is not None and flag != []:
         return flag
     node: Any = c.config
-    for part in key.split("."):
-        node = node[part]
+    try:
+        for part in key.split("."):
+            node = node[part]
+    except KeyError:
+        if default is _REQUIRED:
+            raise
+        return default
     return node

@@ -1,0 +1,175 @@
+"""The dataset: ``eval/input/tasks.json``, a list of TaskSpec.
+
+A task is an id, the user turns of one conversation, and what success looks like
+(``expected``). Field names follow bat-cli's format (``status``, ``output_must_contain``,
+``tool_calls[{name, args_subset, times}]``, ``expected_outcome``); the other checks are
+ours. Every problem of a file is reported at once, with its location.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from bat.errors import InputError
+from bat.evaluation.locate import line_index, validation_problems
+
+Status = Literal["completed", "input-required", "working", "error"]
+STATUS_SYNONYMS = {"failed": "error", "input_required": "input-required"}
+
+
+def normalize_status(value: Any) -> Any:
+    """``failed`` is read as ``error``; other words pass through for validation."""
+    if isinstance(value, str):
+        word = value.strip().lower()
+        return STATUS_SYNONYMS.get(word, word)
+    return value
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolCallExpectation(_Strict):
+    """A tool the agent must call: by name, with at least these arguments, at least ``times``."""
+
+    name: str = Field(min_length=1)
+    args_subset: dict[str, Any] = Field(default_factory=dict)
+    times: int = Field(default=1, ge=1)
+
+
+class AgentCallExpectation(_Strict):
+    """Another agent this agent must call, at least ``times``."""
+
+    name: str = Field(min_length=1)
+    times: int = Field(default=1, ge=1)
+
+
+class TaskExpected(_Strict):
+    """What a successful episode looks like; every check is optional but ``status``."""
+
+    status: Status = "completed"
+    output_must_contain: list[str] = Field(default_factory=list)
+    output_must_not_contain: list[str] = Field(default_factory=list)
+    output_regex: str | None = None
+    tool_calls: list[ToolCallExpectation] = Field(default_factory=list)
+    tool_call_order: list[str] = Field(default_factory=list)
+    max_model_calls: int | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=0)
+    no_errors: bool = False
+    agent_calls: list[AgentCallExpectation] = Field(default_factory=list)
+    expected_outcome: str | None = None
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _synonyms(cls, value: Any) -> Any:
+        return normalize_status(value)
+
+    @field_validator("output_regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from None
+        return value
+
+    @property
+    def checks_tools(self) -> bool:
+        """Whether any check needs the names or arguments of tool calls."""
+        return bool(self.tool_calls or self.tool_call_order)
+
+
+class TaskSpec(_Strict):
+    """One task: an id, the user's turns in order, and the expectations."""
+
+    id: str = Field(min_length=1, max_length=200)
+    turns: list[str] = Field(min_length=1)
+    expected: TaskExpected = Field(default_factory=TaskExpected)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("turns", mode="before")
+    @classmethod
+    def _turn_texts(cls, value: Any) -> Any:
+        """A turn is a string, or a mapping with ``content`` (or ``text``/``message``)."""
+        if not isinstance(value, list):
+            return value
+        texts = []
+        for turn in value:
+            if isinstance(turn, dict):
+                turn = next((turn[k] for k in ("content", "text", "message") if k in turn), turn)
+            texts.append(turn)
+        return texts
+
+    @property
+    def file_stem(self) -> str:
+        """A file name for this task's episodes that cannot leave the episodes folder.
+
+        Ids are free text; anything outside ``[A-Za-z0-9._-]``, and any leading dot, is
+        replaced, and a short hash of the real id keeps two ids that sanitize alike apart.
+        """
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", self.id).lstrip(".") or "task"
+        if safe == self.id:
+            return safe
+        digest = hashlib.sha256(self.id.encode()).hexdigest()[:8]
+        return f"{safe[:80]}-{digest}"
+
+
+class Dataset(BaseModel):
+    """The tasks of one dataset file and a hash of its bytes (recorded in run.json)."""
+
+    path: Path
+    sha256: str
+    tasks: list[TaskSpec]
+
+    def task(self, task_id: str) -> TaskSpec:
+        return next(task for task in self.tasks if task.id == task_id)
+
+
+def load_dataset(path: Path) -> Dataset:
+    """Read and validate a tasks file; every problem is listed in one ``InputError``."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"dataset {path} not found (bat eval.init writes an example)") from None
+    except IsADirectoryError:
+        raise InputError(f"dataset {path} is a directory, not a JSON file") from None
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{path}: invalid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
+        ) from None
+    prefix: tuple = ()
+    if isinstance(data, dict) and "tasks" in data:
+        data, prefix = data["tasks"], ("tasks",)
+    if not isinstance(data, list):
+        raise InputError(f'{path}: expected a JSON list of tasks (or {{"tasks": [...]}})')
+    tasks: list[TaskSpec] = []
+    problems: list[str] = []
+    lines = line_index(text)
+    seen: set[str] = set()
+    for index, item in enumerate(data):
+        try:
+            task = TaskSpec.model_validate(item)
+        except ValidationError as exc:
+            problems += validation_problems(path, text, exc, prefix=(*prefix, index))
+            continue
+        if task.id in seen:
+            line = lines.get((*prefix, index, "id"))
+            where = f" (line {line})" if line else ""
+            problems.append(f"{path}: tasks[{index}].id{where}: duplicate task id {task.id!r}")
+        seen.add(task.id)
+        tasks.append(task)
+    if problems:
+        raise InputError(f"{path} has {len(problems)} problem(s)", details=problems)
+    if not tasks:
+        raise InputError(f"{path} holds no tasks")
+    return Dataset(path=path, sha256=hashlib.sha256(raw).hexdigest(), tasks=tasks)

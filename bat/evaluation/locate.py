@@ -1,0 +1,73 @@
+"""Where a problem is in a YAML or JSON file: key paths to line numbers, and error lists.
+
+pydantic says *what* is wrong and at which key path; a user also wants the line. The
+file is composed with PyYAML (JSON is YAML for this purpose) to map every key path to
+the line it starts on, so each validation error can be reported as
+``eval/eval.yaml: evaluation.k (line 7): Input should be greater than 0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+Path_ = tuple[str | int, ...]
+
+
+def line_index(text: str) -> dict[Path_, int]:
+    """``{key path: 1-based line}`` for every mapping key and sequence item of ``text``."""
+    import yaml
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return {}
+    lines: dict[Path_, int] = {}
+
+    def walk(node: Any, path: Path_) -> None:
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                child = (*path, str(key.value))
+                lines[child] = key.start_mark.line + 1
+                walk(value, child)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                walk(item, (*path, index))
+
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+def dotted(path: Iterable[str | int]) -> str:
+    """``("models", 0, "provider")`` -> ``models[0].provider``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def validation_problems(file: Path, text: str, error: Any, *, prefix: Path_ = ()) -> list[str]:
+    """One ``file: key.path (line N): message`` line per error of a pydantic ValidationError."""
+    lines = line_index(text)
+    problems = []
+    for item in error.errors(include_url=False):
+        path = (*prefix, *item["loc"])
+        line = _nearest_line(lines, path)
+        where = f" (line {line})" if line else ""
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = "unknown key"
+        problems.append(f"{file}: {dotted(path)}{where}: {message}")
+    return problems
+
+
+def _nearest_line(lines: dict[Path_, int], path: Path_) -> int | None:
+    while True:
+        if path in lines:
+            return lines[path]
+        if not path:
+            return None
+        path = path[:-1]

@@ -1,0 +1,190 @@
+"""``summary.json`` and ``metrics.json`` of one model's episodes.
+
+Field names follow bat-cli's files (``attempts``, ``passed``, ``failed``,
+``success_percentage``, ``per_episode``, ``summary``); ours are added beside them.
+pass@k and pass^k use the unbiased estimators over the n judged attempts of a task, c of
+them passed: pass@k = 1 − C(n−c, k)/C(n, k) (at least one of k tries passes),
+pass^k = C(c, k)/C(n, k) (all k tries pass). Infrastructure failures are counted apart
+and left out of n: they say nothing about the agent.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+from math import comb
+from typing import Any
+
+from bat.evaluation.records import EpisodeResult
+
+SUMMARY_SCHEMA = "bat.summary/1"
+METRICS_SCHEMA = "bat.metrics/1"
+
+
+def pass_at_k(n: int, c: int, k: int) -> float | None:
+    """Probability that at least one of k attempts passes; None without attempts."""
+    if n <= 0:
+        return None
+    k = min(k, n)
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float | None:
+    """Probability that all of k attempts pass; None without attempts."""
+    if n <= 0:
+        return None
+    k = min(k, n)
+    return comb(c, k) / comb(n, k)
+
+
+@dataclass
+class EpisodeRow:
+    """The few numbers of an episode the statistics need (kept small for big runs)."""
+
+    task_id: str
+    attempt: int
+    passed: bool
+    status: str
+    infra_error: str | None
+    wall_time_s: float
+    time_to_first_event_s: float | None
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    model_calls: int
+    tool_calls: int
+
+    @classmethod
+    def of(cls, episode: EpisodeResult) -> EpisodeRow:
+        usage = episode.trace.usage
+        return cls(
+            task_id=episode.task_id,
+            attempt=episode.attempt,
+            passed=bool(episode.verdict and episode.verdict.passed),
+            status=episode.status,
+            infra_error=episode.infra_error.kind if episode.infra_error else None,
+            wall_time_s=round(episode.trace.wall_time_s, 4),
+            time_to_first_event_s=(
+                None
+                if episode.trace.time_to_first_event_s is None
+                else round(episode.trace.time_to_first_event_s, 4)
+            ),
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            total_tokens=usage.total_tokens,
+            model_calls=usage.model_calls,
+            tool_calls=len(episode.trace.tool_calls),
+        )
+
+
+def summarize(
+    rows: Iterable[EpisodeRow], *, k: int, model: str, task_order: list[str]
+) -> tuple[dict, dict]:
+    """``(summary.json, metrics.json)`` contents for one model's episodes."""
+    rows = sorted(rows, key=lambda row: (_position(task_order, row.task_id), row.attempt))
+    by_task: dict[str, list[EpisodeRow]] = {}
+    for row in rows:
+        by_task.setdefault(row.task_id, []).append(row)
+    tasks = [_task_summary(task_id, task_rows, k) for task_id, task_rows in by_task.items()]
+    judged = [t for t in tasks if t["judged"]]
+    totals = {
+        "tasks": len(tasks),
+        "attempts": sum(t["attempts"] for t in tasks),
+        "passed": sum(t["passed"] for t in tasks),
+        "failed": sum(t["failed"] for t in tasks),
+        "infra_failures": sum(t["infra_failures"] for t in tasks),
+        "success_percentage": _percentage(
+            sum(t["passed"] for t in tasks), sum(t["attempts"] for t in tasks)
+        ),
+        "pass_at_k": _mean(t["pass_at_k"] for t in judged),
+        "pass_hat_k": _mean(t["pass_hat_k"] for t in judged),
+        "tasks_without_judged_attempts": len(tasks) - len(judged),
+    }
+    summary = {"schema": SUMMARY_SCHEMA, "model": model, "k": k, "tasks": tasks, "totals": totals}
+    metrics = {
+        "schema": METRICS_SCHEMA,
+        "model": model,
+        "per_episode": [row.__dict__ for row in rows],
+        "summary": _episode_stats(rows, k, totals),
+    }
+    return summary, metrics
+
+
+def _task_summary(task_id: str, rows: list[EpisodeRow], k: int) -> dict[str, Any]:
+    attempts = len(rows)
+    passed = sum(row.passed for row in rows)
+    infra = sum(row.infra_error is not None for row in rows)
+    judged = attempts - infra
+    return {
+        "task_id": task_id,
+        "attempts": attempts,
+        "passed": passed,
+        "failed": attempts - passed,
+        "infra_failures": infra,
+        "success_percentage": _percentage(passed, attempts),
+        "judged": judged,
+        "pass_at_k": _round(pass_at_k(judged, passed, k)),
+        "pass_hat_k": _round(pass_hat_k(judged, passed, k)),
+    }
+
+
+def _episode_stats(rows: list[EpisodeRow], k: int, totals: dict[str, Any]) -> dict[str, Any]:
+    wall = [row.wall_time_s for row in rows]
+    first = [row.time_to_first_event_s for row in rows if row.time_to_first_event_s is not None]
+    prompt = sum(row.prompt_tokens for row in rows)
+    completion = sum(row.completion_tokens for row in rows)
+    total = sum(row.total_tokens for row in rows)
+    count = len(rows)
+    return {
+        "episodes": count,
+        "passed": totals["passed"],
+        "pass_rate": _round(totals["passed"] / count) if count else None,
+        "infra_failures": totals["infra_failures"],
+        "k": k,
+        "pass_at_k": totals["pass_at_k"],
+        "pass_hat_k": totals["pass_hat_k"],
+        "wall_time_s": _distribution(wall),
+        "time_to_first_event_s": _distribution(first),
+        "tokens": {
+            "prompt_total": prompt,
+            "completion_total": completion,
+            "total": total,
+            "mean_per_episode": _round(total / count) if count else None,
+        },
+        "model_calls_total": sum(row.model_calls for row in rows),
+        "tool_calls_total": sum(row.tool_calls for row in rows),
+    }
+
+
+def _distribution(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"mean": None, "median": None, "p90": None, "max": None}
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, max(0, round(0.9 * len(ordered)) - 1))]
+    return {
+        "mean": _round(statistics.fmean(ordered)),
+        "median": _round(statistics.median(ordered)),
+        "p90": _round(p90),
+        "max": _round(ordered[-1]),
+    }
+
+
+def _percentage(part: int, whole: int) -> float:
+    return round(100.0 * part / whole, 2) if whole else 0.0
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return _round(statistics.fmean(present)) if present else None
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _position(order: list[str], task_id: str) -> int:
+    try:
+        return order.index(task_id)
+    except ValueError:
+        return len(order)

@@ -1,0 +1,80 @@
+"""Progress of a long run: a live line on a terminal, plain periodic lines elsewhere.
+
+On a terminal the line is redrawn at most ten times a second; in CI, with ``NO_COLOR``,
+or when stderr is not a terminal, a plain line is printed every few seconds and at the
+end, so logs stay readable.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import TextIO
+
+
+class Progress:
+    """Counts finished episodes of one model and shows them."""
+
+    def __init__(
+        self, label: str, total: int, *, stream: TextIO | None = None, plain_every_s: float = 5.0
+    ) -> None:
+        self.label = label
+        self.total = total
+        self.stream = stream or sys.stderr
+        self.live = _is_live(self.stream)
+        self.plain_every_s = plain_every_s
+        self.done = self.passed = self.infra = 0
+        self.started = time.monotonic()
+        self._last_draw = 0.0
+        self._drawn = -1  # the count shown last, so the end is not printed twice
+
+    def update(self, passed: bool, infra: bool) -> None:
+        self.done += 1
+        self.passed += passed
+        self.infra += infra
+        now = time.monotonic()
+        interval = 0.1 if self.live else self.plain_every_s
+        if now - self._last_draw >= interval or self.done == self.total:
+            self._last_draw = now
+            self._draw(final=False)
+
+    def finish(self) -> None:
+        if self.live or self._drawn != self.done:
+            self._draw(final=True)
+
+    def line(self) -> str:
+        elapsed = time.monotonic() - self.started
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        left = (self.total - self.done) / rate if rate > 0 else None
+        eta = _clock(left) if left is not None else "--:--"
+        infra = f", {self.infra} infra" if self.infra else ""
+        return (
+            f"[{self.label}] {self.done}/{self.total} episodes, {self.passed} passed{infra}, "
+            f"{_clock(elapsed)} elapsed, ETA {eta}"
+        )
+
+    def _draw(self, *, final: bool) -> None:
+        self._drawn = self.done
+        text = self.line()
+        if self.live:
+            self.stream.write("\r\x1b[2K" + text + ("\n" if final else ""))
+        elif final or self.done:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def _is_live(stream: TextIO) -> bool:
+    if os.environ.get("CI") or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    return (
+        f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
+        if hours
+        else f"{rest // 60:02d}:{rest % 60:02d}"
+    )

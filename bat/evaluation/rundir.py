@@ -1,0 +1,115 @@
+"""The run directory: every stage of an evaluation reads and writes files here.
+
+::
+
+    <output_dir>/<run-id>/
+      run.json                          resolved config, dataset hash, versions, times, status
+      agent-<model>.log                 the agent's own output
+      <model>/agent-config.yaml         the copy of config.yaml the agent was started with
+      <model>/spans.jsonl               the agent's spans
+      <model>/episodes/<task>__try<k>.json
+      <model>/summary.json  <model>/metrics.json
+
+Run ids start with the UTC time, so the latest run is the last name in order.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bat.atomic import write_text_atomic
+from bat.errors import InputError
+
+RUN_SCHEMA = "bat.run/1"
+RUN_FILE = "run.json"
+_EPISODE = re.compile(r"^(?P<stem>.+)__try(?P<attempt>\d+)\.json$")
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_run_dir(output_dir: Path, run_name: str | None) -> Path:
+    """A fresh, unique run directory under ``output_dir``."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    base = f"{stamp}-{run_name}" if run_name else stamp
+    output_dir.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        candidate = output_dir / (base if n == 1 else f"{base}-{n}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+    raise InputError(f"too many runs named {base} in {output_dir}")
+
+
+def find_run(output_dir: Path, run: str | None) -> Path:
+    """``run`` (a path or a run id under ``output_dir``), or the latest run."""
+    if run:
+        for candidate in (Path(run), output_dir / run):
+            if (candidate / RUN_FILE).is_file():
+                return candidate
+        raise InputError(
+            f"no run {run!r} (looked for {run}/{RUN_FILE} and {output_dir / run}/{RUN_FILE})"
+        )
+    runs = sorted(p for p in output_dir.glob(f"*/{RUN_FILE}")) if output_dir.is_dir() else []
+    if not runs:
+        raise InputError(f"no runs in {output_dir} yet (bat eval.run makes one)")
+    return runs[-1].parent
+
+
+def read_run(run_dir: Path) -> dict[str, Any]:
+    try:
+        return json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{run_dir / RUN_FILE} cannot be read: {exc}") from None
+
+
+def write_run(run_dir: Path, record: dict[str, Any]) -> None:
+    write_text_atomic(run_dir / RUN_FILE, json.dumps(record, indent=1, default=str) + "\n")
+
+
+def update_run(run_dir: Path, **changes: Any) -> dict[str, Any]:
+    record = read_run(run_dir)
+    record.update(changes)
+    write_run(run_dir, record)
+    return record
+
+
+def versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found: dict[str, str | None] = {"python": platform.python_version()}
+    for name in ("bat-cli", "a2a-sdk"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def episode_path(model_dir: Path, stem: str, attempt: int) -> Path:
+    return model_dir / "episodes" / f"{stem}__try{attempt}.json"
+
+
+def episodes_done(model_dir: Path) -> set[tuple[str, int]]:
+    """``(task file stem, attempt)`` of every episode file already written."""
+    folder = model_dir / "episodes"
+    done = set()
+    if folder.is_dir():
+        for path in folder.iterdir():
+            match = _EPISODE.match(path.name)
+            if match:
+                done.add((match["stem"], int(match["attempt"])))
+    return done
+
+
+def model_dirs(run_dir: Path) -> list[Path]:
+    record = read_run(run_dir)
+    return [run_dir / model["dir"] for model in record.get("models", [])]

@@ -1,0 +1,97 @@
+"""``bat eval.show``: the resolved configuration, as text for people or JSON for scripts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bat.evaluation.config import ResolvedConfig
+from bat.evaluation.dataset import load_dataset
+
+
+def resolved_view(resolved: ResolvedConfig) -> dict[str, Any]:
+    """Everything a run would use, with defaults filled in and paths made concrete."""
+    evaluation = resolved.evaluation
+    agent = evaluation.agent
+    dataset = load_dataset(resolved.dataset)
+    return {
+        "file": str(resolved.file),
+        "dataset": {
+            "path": str(resolved.dataset),
+            "tasks": len(dataset.tasks),
+            "sha256": dataset.sha256,
+        },
+        "output_dir": str(resolved.output_dir),
+        "run_name": evaluation.run_name,
+        "k": evaluation.k,
+        "episodes_per_model": len(dataset.tasks) * evaluation.k,
+        "concurrency": evaluation.concurrency,
+        "timeouts_s": {
+            "agent_startup": evaluation.agent_startup_timeout_s,
+            "agent_shutdown": evaluation.agent_shutdown_timeout_s,
+            "turn": evaluation.turn_timeout_s,
+        },
+        "agent": {
+            "url": resolved.agent_url,
+            "started_by_bat": agent.start,
+            "command": agent.command if agent.start else None,
+            "root": str(resolved.root),
+            "env": sorted(agent.env),
+            "spans_file": str(agent.spans_file) if agent.spans_file else None,
+        },
+        "models": [
+            {
+                "label": m.label,
+                "provider": m.provider,
+                "model": m.model,
+                "base_url": m.base_url,
+                "env": sorted(m.env),
+            }
+            for m in resolved.config.models
+        ]
+        or [{"label": "agent-default", "note": "the agent's own MODEL settings"}],
+        "qualitative": evaluation.qualitative,
+        "judge": resolved.config.judge.model_dump(mode="json") if resolved.config.judge else None,
+    }
+
+
+def describe(resolved: ResolvedConfig, *, as_json: bool = False) -> str:
+    view = resolved_view(resolved)
+    if as_json:
+        return json.dumps(view, indent=2)
+    agent, timeouts = view["agent"], view["timeouts_s"]
+    start = (
+        f"started by bat: {agent['command']} (in {agent['root']})"
+        if agent["started_by_bat"]
+        else "already running (bat starts and stops nothing)"
+    )
+    lines = [
+        f"configuration  {view['file']}",
+        f"dataset        {view['dataset']['path']} ({view['dataset']['tasks']} tasks)",
+        f"output         {view['output_dir']}"
+        + (f" (run name {view['run_name']})" if view["run_name"] else ""),
+        f"attempts       k = {view['k']} ({view['episodes_per_model']} episodes per model), "
+        f"concurrency {view['concurrency']}",
+        f"timeouts       start-up {timeouts['agent_startup']:g} s, "
+        f"shutdown {timeouts['agent_shutdown']:g} s, turn {timeouts['turn']:g} s",
+        f"agent          {agent['url']}, {start}",
+    ]
+    if agent["env"]:
+        lines.append(f"agent env      {', '.join(agent['env'])}")
+    lines.append("models")
+    for model in view["models"]:
+        extra = f" at {model['base_url']}" if model.get("base_url") else ""
+        extra += f" (env: {', '.join(model['env'])})" if model.get("env") else ""
+        lines.append(
+            f"  - {model['label']}{extra}" if "note" not in model else f"  - {model['note']}"
+        )
+    judge = view["judge"]
+    if view["qualitative"]:
+        lines.append(
+            f"judge          {judge['provider']}:{judge['model']}"
+            if judge
+            else "judge          (none set)"
+        )
+    else:
+        lines.append("judge          off (qualitative: false)")
+    return "\n".join(lines)

@@ -1,0 +1,169 @@
+"""Tool calls and token usage from OpenTelemetry span files (JSON lines, as bat-adk writes).
+
+The agent writes one span per line when a span ends. The root span of each A2A turn
+carries the conversation id (``gen_ai.conversation.id`` / ``session.id``); the spans
+below it share its trace id. OpenInference attributes say what a span was:
+``openinference.span.kind`` ``TOOL`` with ``tool.name`` and ``input.value`` (the
+arguments as JSON), ``LLM`` with ``llm.token_count.prompt|completion|total``; a call to
+another agent is a ``CLIENT`` span with ``gen_ai.operation.name: invoke_agent`` and
+``gen_ai.agent.name``.
+
+One index per run tails the file incrementally, so thousands of concurrent episodes
+share a single reader. An episode waits only until the root spans of all its turns
+are there (a real exporter writes them a little after the reply), never a fixed delay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from bat.evaluation.records import EpisodeTrace
+
+CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id")
+REDACTED = "__REDACTED__"
+
+
+class SpanIndex:
+    """Spans of one file, grouped by trace and by conversation, read as they appear."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0
+        self._partial = b""
+        self._by_trace: dict[str, list[dict]] = defaultdict(list)
+        self._roots: dict[str, list[dict]] = defaultdict(list)  # conversation id -> root spans
+        self.total = 0  # spans read so far
+
+    def refresh(self) -> None:
+        """Read the lines appended since the last call (a half-written last line waits)."""
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self._offset)
+                chunk = handle.read()
+        except FileNotFoundError:
+            return
+        self._offset += len(chunk)
+        data = self._partial + chunk
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            self._add(line)
+
+    def _add(self, line: bytes) -> None:
+        try:
+            span = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(span, dict) or not isinstance(span.get("attributes"), dict):
+            return
+        self.total += 1
+        trace_id = span.get("trace_id")
+        if isinstance(trace_id, str):
+            self._by_trace[trace_id].append(span)
+        attributes = span["attributes"]
+        for key in CONVERSATION_KEYS:
+            conversation = attributes.get(key)
+            if isinstance(conversation, str):
+                self._roots[conversation].append(span)
+                break
+
+    def turns_seen(self, conversation_id: str) -> int:
+        return len(self._roots.get(conversation_id, ()))
+
+    async def wait_for(self, conversation_id: str, turns: int, timeout_s: float) -> bool:
+        """Wait until ``turns`` root spans of the conversation are in the file (or time out)."""
+        deadline = time.monotonic() + timeout_s
+        delay = 0.005
+        while True:
+            self.refresh()
+            if self.turns_seen(conversation_id) >= turns:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+    def spans_of(self, conversation_id: str) -> list[dict]:
+        """Every span of the conversation's traces, in start order."""
+        traces = {root.get("trace_id") for root in self._roots.get(conversation_id, ())}
+        spans = [span for trace in traces for span in self._by_trace.get(trace, ())]
+        return sorted(spans, key=lambda span: span.get("start_time") or 0)
+
+    def report(self, conversation_id: str) -> dict[str, Any]:
+        """The conversation's tool calls, usage and model calls, as a stream report would say."""
+        tool_calls, agent_calls = [], []
+        prompt = completion = total = model_calls = 0
+        for span in self.spans_of(conversation_id):
+            attributes = span["attributes"]
+            kind = str(attributes.get("openinference.span.kind", "")).upper()
+            if kind == "TOOL":
+                tool_calls.append(
+                    {
+                        "name": attributes.get("tool.name", REDACTED),
+                        "args": _json_or_text(attributes.get("input.value")),
+                        "result": _json_or_text(attributes.get("output.value")),
+                        "error": span.get("status") == "ERROR",
+                    }
+                )
+            elif kind == "LLM":
+                model_calls += 1
+                p = _int(attributes.get("llm.token_count.prompt"))
+                c = _int(attributes.get("llm.token_count.completion"))
+                prompt, completion = prompt + p, completion + c
+                total += _int(attributes.get("llm.token_count.total")) or p + c
+            elif _is_agent_call(span):
+                agent_calls.append({"name": str(attributes.get("gen_ai.agent.name", REDACTED))})
+        return {
+            "tool_calls": tool_calls,
+            "agent_calls": agent_calls,
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": total,
+            },
+            "model_calls": model_calls,
+        }
+
+
+def merge_span_report(trace: EpisodeTrace, report: dict[str, Any]) -> None:
+    """Fill in from spans what the stream did not report (the stream wins where it spoke)."""
+    from bat.evaluation.adapter import add_reported
+
+    partial: dict[str, Any] = {}
+    if trace.tool_source == "none":
+        partial["tool_calls"] = report["tool_calls"]
+    if not trace.agent_calls:
+        partial["agent_calls"] = report["agent_calls"]
+    if trace.usage_source == "none" and (report["model_calls"] or report["usage"]["total_tokens"]):
+        partial["usage"] = report["usage"]
+        partial["model_calls"] = report["model_calls"]
+    add_reported(trace, partial, source="spans")
+
+
+def _is_agent_call(span: dict) -> bool:
+    """bat-adk's CallAgentNode opens a CLIENT span ``invoke_agent <name>`` per call."""
+    attributes = span["attributes"]
+    return (
+        span.get("kind") == "CLIENT" and attributes.get("gen_ai.operation.name") == "invoke_agent"
+    )
+
+
+def _json_or_text(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0

@@ -1,0 +1,27 @@
+"""``bat eval.init``: a commented eval.yaml, an example dataset and the output folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bat.errors import UsageError
+from bat.scaffold.render import render_file, templates_root, write_files
+
+FILES = ("eval/eval.yaml", "eval/input/tasks.json")
+
+
+def init_eval(root: Path, *, force: bool = False, command: str = "uv run .") -> list[Path]:
+    """Write the starter files under ``root``; refuse to overwrite without ``force``."""
+    existing = [name for name in FILES if (root / name).exists()]
+    if existing and not force:
+        raise UsageError(f"{', '.join(existing)} already exist(s) (use --force to overwrite)")
+    files = {
+        "eval/eval.yaml": render_file("eval/eval.yaml.j2", {"command": command}),
+        "eval/input/tasks.json": (templates_root() / "eval" / "tasks.json").read_text(
+            encoding="utf-8"
+        ),
+    }
+    written = write_files(root, files)
+    output = root / "eval" / "output"
+    output.mkdir(parents=True, exist_ok=True)
+    return [*written, output]

@@ -1,0 +1,151 @@
+"""The deterministic verdict: rule-based, reproducible, no LLM.
+
+Each expectation of a task is one independent check; the episode passes only if all
+pass, and the reason lists every check in order, e.g.
+``status: 'completed'; output: missing 'Paris'; tool_call:search: called 0×, expected ≥1×``,
+so a failure says exactly which expectation was not met.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from bat.evaluation.dataset import TaskExpected, ToolCallExpectation
+from bat.evaluation.records import Check, EpisodeResult, ToolCall, Verdict
+
+
+def judge_episode(expected: TaskExpected, episode: EpisodeResult) -> Verdict:
+    """The verdict of ``episode`` against ``expected`` (a pure function)."""
+    if episode.infra_error is not None:
+        error = episode.infra_error
+        check = Check(
+            name="infrastructure",
+            passed=False,
+            detail=f"infrastructure: {error.kind}: {error.message}",
+        )
+        return Verdict(passed=False, reason=check.detail, checks=[check])
+    trace = episode.trace
+    output = episode.final_output
+    checks = [_status(expected.status, episode.status)]
+    checks += [_contains(output, phrase) for phrase in expected.output_must_contain]
+    checks += [_not_contains(output, phrase) for phrase in expected.output_must_not_contain]
+    if expected.output_regex is not None:
+        checks.append(_regex(output, expected.output_regex))
+    checks += [_tool_call(want, trace.tool_calls) for want in expected.tool_calls]
+    if expected.tool_call_order:
+        checks.append(_order(expected.tool_call_order, [call.name for call in trace.tool_calls]))
+    if expected.max_model_calls is not None:
+        checks.append(_at_most("model_calls", trace.usage.model_calls, expected.max_model_calls))
+    if expected.max_tokens is not None:
+        checks.append(_at_most("tokens", trace.usage.total_tokens, expected.max_tokens))
+    if expected.no_errors:
+        checks.append(_no_errors(episode))
+    for want in expected.agent_calls:
+        count = sum(1 for call in trace.agent_calls if call.name == want.name)
+        checks.append(_count(f"agent_call:{want.name}", count, want.times))
+    return Verdict(
+        passed=all(check.passed for check in checks),
+        reason="; ".join(check.detail for check in checks),
+        checks=checks,
+    )
+
+
+def _status(want: str, got: str) -> Check:
+    if want == got:
+        return Check(name="status", passed=True, detail=f"status: {got!r}")
+    return Check(name="status", passed=False, detail=f"status: {got!r}, expected {want!r}")
+
+
+def _contains(output: str, phrase: str) -> Check:
+    ok = phrase in output
+    detail = f"output: contains {phrase!r}" if ok else f"output: missing {phrase!r}"
+    return Check(name="output_must_contain", passed=ok, detail=detail)
+
+
+def _not_contains(output: str, phrase: str) -> Check:
+    ok = phrase not in output
+    detail = f"output: free of {phrase!r}" if ok else f"output: contains forbidden {phrase!r}"
+    return Check(name="output_must_not_contain", passed=ok, detail=detail)
+
+
+def _regex(output: str, pattern: str) -> Check:
+    ok = re.search(pattern, output) is not None
+    detail = f"output: matches /{pattern}/" if ok else f"output: no match for /{pattern}/"
+    return Check(name="output_regex", passed=ok, detail=detail)
+
+
+def _tool_call(want: ToolCallExpectation, calls: list[ToolCall]) -> Check:
+    count = sum(
+        1
+        for call in calls
+        if call.name == want.name and subset_matches(want.args_subset, _args(call))
+    )
+    name = f"tool_call:{want.name}"
+    if want.args_subset:
+        name += f"({json.dumps(want.args_subset, sort_keys=True, ensure_ascii=False)})"
+    return _count(name, count, want.times)
+
+
+def _count(name: str, count: int, times: int) -> Check:
+    ok = count >= times
+    detail = f"{name}: called {count}×" + ("" if ok else f", expected ≥{times}×")
+    return Check(name=name.split("(")[0], passed=ok, detail=detail)
+
+
+def _order(want: list[str], got: list[str]) -> Check:
+    remaining = iter(got)
+    ok = all(any(name == seen for seen in remaining) for name in want)
+    detail = f"tool_call_order: {' → '.join(want)}"
+    if not ok:
+        detail += f" not found in {' → '.join(got) or 'no calls'}"
+    return Check(name="tool_call_order", passed=ok, detail=detail)
+
+
+def _at_most(name: str, value: int, limit: int) -> Check:
+    ok = value <= limit
+    return Check(
+        name=f"max_{name}", passed=ok, detail=f"{name}: {value} {'≤' if ok else '>'} {limit}"
+    )
+
+
+def _no_errors(episode: EpisodeResult) -> Check:
+    failed_tools = [call.name for call in episode.trace.tool_calls if call.error]
+    failed_turns = [i + 1 for i, turn in enumerate(episode.trace.turns) if turn.status == "error"]
+    problems = []
+    if failed_tools:
+        problems.append(f"failed tool calls: {', '.join(failed_tools)}")
+    if failed_turns:
+        problems.append(f"turns ended in error: {', '.join(map(str, failed_turns))}")
+    detail = "no_errors: " + ("; ".join(problems) if problems else "none")
+    return Check(name="no_errors", passed=not problems, detail=detail)
+
+
+def _args(call: ToolCall) -> Any:
+    """Arguments as data: span files carry them as a JSON string."""
+    if isinstance(call.args, str):
+        try:
+            return json.loads(call.args)
+        except json.JSONDecodeError:
+            return call.args
+    return call.args
+
+
+def subset_matches(want: Any, got: Any) -> bool:
+    """Whether ``got`` holds ``want``: mappings recursively by key, lists item by item."""
+    if isinstance(want, dict):
+        return isinstance(got, dict) and all(
+            key in got and subset_matches(value, got[key]) for key, value in want.items()
+        )
+    if isinstance(want, list):
+        return (
+            isinstance(got, list)
+            and len(got) == len(want)
+            and all(subset_matches(w, g) for w, g in zip(want, got, strict=True))
+        )
+    if isinstance(want, bool) or isinstance(got, bool):
+        return want is got
+    if isinstance(want, int | float) and isinstance(got, int | float):
+        return float(want) == float(got)
+    return want == got
