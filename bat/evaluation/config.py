@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bat.errors import InputError
 from bat.evaluation.locate import validation_problems
@@ -46,6 +46,11 @@ class ModelSpec(_Strict):
     base_url: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        return _split_model(value)
+
     @property
     def label(self) -> str:
         return f"{self.provider}:{self.model}"
@@ -64,6 +69,11 @@ class JudgeSpec(_Strict):
     base_url: str | None = None
     api_key_env: str | None = None
     prompts: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        return _split_model(value)
 
 
 class AgentSpec(_Strict):
@@ -120,15 +130,8 @@ class EvalConfig(_Strict):
 
     @field_validator("models", mode="before")
     @classmethod
-    def _model_strings(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [_split_model(item) for item in value]
-        return value
-
-    @field_validator("judge", mode="before")
-    @classmethod
-    def _judge_string(cls, value: Any) -> Any:
-        return _split_model(value)
+    def _no_models(cls, value: Any) -> Any:
+        return [] if value is None else value  # `models:` with every entry commented out
 
 
 class ResolvedConfig(BaseModel):

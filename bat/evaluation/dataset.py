@@ -115,7 +115,7 @@ class TaskSpec(_Strict):
         replaced, and a short hash of the real id keeps two ids that sanitize alike apart.
         """
         safe = re.sub(r"[^A-Za-z0-9._-]", "_", self.id).lstrip(".") or "task"
-        if safe == self.id:
+        if safe == self.id and len(safe) <= 80:
             return safe
         digest = hashlib.sha256(self.id.encode()).hexdigest()[:8]
         return f"{safe[:80]}-{digest}"

@@ -57,11 +57,11 @@ def validation_problems(file: Path, text: str, error: Any, *, prefix: Path_ = ()
         path = (*prefix, *item["loc"])
         line = _nearest_line(lines, path)
         where = f" (line {line})" if line else ""
-        message = item["msg"]
+        message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
             message = "unknown key"
-        problems.append(f"{file}: {dotted(path)}{where}: {message}")
-    return problems
+        problems.append((line or 0, f"{file}: {dotted(path)}{where}: {message}"))
+    return [text for _, text in sorted(problems, key=lambda pair: pair[0])]
 
 
 def _nearest_line(lines: dict[Path_, int], path: Path_) -> int | None:

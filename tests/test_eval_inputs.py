@@ -1,0 +1,213 @@
+"""eval.init, eval.show and the validation of eval.yaml and tasks.json (every problem at once)."""
+
+import json
+
+import pytest
+
+from bat.evaluation.dataset import TaskSpec
+
+
+@pytest.fixture
+def project(tmp_path, bat, home):
+    result = bat("eval.init", cwd=tmp_path)
+    assert result.code == 0, result.err
+    return tmp_path
+
+
+def test_init_writes_the_three_things(project):
+    assert (project / "eval/eval.yaml").is_file()
+    tasks = json.loads((project / "eval/input/tasks.json").read_text())
+    assert (project / "eval/output").is_dir()
+    kinds = {key for task in tasks for key in task["expected"]}
+    assert kinds >= {
+        "status",
+        "output_must_contain",
+        "output_must_not_contain",
+        "output_regex",
+        "tool_calls",
+        "tool_call_order",
+        "max_model_calls",
+        "max_tokens",
+        "no_errors",
+        "agent_calls",
+        "expected_outcome",
+    }
+    assert any(len(task["turns"]) > 1 for task in tasks)
+
+
+def test_init_comments_every_key(project):
+    from bat.evaluation.config import AgentSpec, EvaluationSection
+
+    text = (project / "eval/eval.yaml").read_text()
+    for key in [*EvaluationSection.model_fields, *AgentSpec.model_fields, "models:", "judge:"]:
+        assert key.rstrip(":") in text, key
+
+
+def test_init_refuses_to_overwrite(project, bat):
+    (project / "eval/input/tasks.json").write_text("[]")
+    refused = bat("eval.init", cwd=project)
+    assert refused.code == 2 and "--force" in refused.err
+    assert (project / "eval/input/tasks.json").read_text() == "[]"
+    assert bat("eval", "init", "-f", cwd=project).code == 0
+    assert (project / "eval/input/tasks.json").read_text() != "[]"
+
+
+def test_show_text_and_json(project, bat):
+    text = bat("eval.show", cwd=project)
+    assert text.code == 0, text.err
+    for words in (
+        "6 tasks",
+        "k = 3",
+        "concurrency 8",
+        "uv run .",
+        "http://127.0.0.1:9900",
+        "turn 60 s",
+    ):
+        assert words in text.out
+    data = json.loads(bat("eval.show", "--json", cwd=project).out)
+    assert data["dataset"]["tasks"] == 6 and data["k"] == 3 and data["concurrency"] == 8
+    assert data["agent"]["started_by_bat"] is True and data["agent"]["command"] == "uv run ."
+
+
+def test_show_reads_the_agent_port_from_dotenv(project, bat):
+    (project / ".env").write_text("PORT=9123\n")
+    assert json.loads(bat("eval.show", "--json", cwd=project).out)["agent"]["url"] == (
+        "http://127.0.0.1:9123"
+    )
+
+
+def test_models_as_strings_and_mappings(project, bat):
+    (project / "eval/eval.yaml").write_text(
+        "models:\n  - openai:gpt-4.1-mini\n"
+        "  - {provider: openai, model: qwen, base_url: 'http://127.0.0.1:1/v1', env: {K: v}}\n"
+        "judge: ollama:llama3\nevaluation:\n  qualitative: true\n"
+    )
+    data = json.loads(bat("eval.show", "--json", cwd=project).out)
+    assert [m["label"] for m in data["models"]] == ["openai:gpt-4.1-mini", "openai:qwen"]
+    assert data["models"][1]["env"] == ["K"]
+    assert data["judge"]["provider"] == "ollama" and data["judge"]["model"] == "llama3"
+
+
+BAD_YAML = """evaluation:
+  k: 0
+  concurency: 4
+  agent_url: localhost:9900
+  agent:
+    command: ""
+models:
+  - nocolon
+  - {provider: openai}
+"""
+
+
+def test_every_problem_of_eval_yaml_at_once(project, bat):
+    (project / "eval/eval.yaml").write_text(BAD_YAML)
+    result = bat("eval.show", cwd=project)
+    assert result.code == 2 and "Traceback" not in result.err
+    lines = result.err.splitlines()
+    assert lines[0] == "bat: error: eval/eval.yaml has 6 problem(s)"
+    body = "\n".join(lines[1:])
+    for expected in (
+        "evaluation.k (line 2)",
+        "evaluation.concurency (line 3): unknown key",
+        "evaluation.agent_url (line 4)",
+        "evaluation.agent.command (line 6)",
+        "models[0] (line 8)",
+        "models[1].model (line 9)",
+    ):
+        assert expected in body, expected
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("evaluation: [1, 2]\n", "evaluation"),
+        ("k: [unclosed\n", "invalid YAML"),
+        ("- a\n", "mapping"),
+    ],
+)
+def test_malformed_eval_yaml(project, bat, content, words):
+    (project / "eval/eval.yaml").write_text(content)
+    result = bat("eval.run", cwd=project)
+    assert result.code == 2 and words in result.err
+
+
+def test_missing_eval_yaml(tmp_path, bat, home):
+    result = bat("eval.show", cwd=tmp_path)
+    assert result.code == 2 and "bat eval.init" in result.err
+
+
+def test_other_eval_file_from_environment(project, bat):
+    (project / "other.yaml").write_text("evaluation:\n  k: 7\n")
+    data = json.loads(
+        bat("eval.show", "--json", cwd=project, env={"BAT_EVAL_FILE": "other.yaml"}).out
+    )
+    assert data["k"] == 7
+
+
+def test_every_problem_of_tasks_json_at_once(project, bat):
+    (project / "eval/input/tasks.json").write_text(
+        json.dumps(
+            [
+                {"id": "ok", "turns": ["hi"]},
+                {"id": "ok", "turns": ["again"]},
+                {"turns": []},
+                {
+                    "id": "x",
+                    "turns": ["hi"],
+                    "expected": {
+                        "status": "done",
+                        "tool_calls": [{"times": 0}],
+                        "output_regex": "(",
+                    },
+                },
+            ],
+            indent=1,
+        )
+    )
+    result = bat("eval.show", cwd=project)
+    assert result.code == 2
+    body = result.err
+    assert "has 7 problem(s)" in body
+    for expected in (
+        "tasks[1].id",
+        "duplicate task id 'ok'",
+        "[2].id",
+        "[2].turns",
+        "[3].expected.status",
+        "[3].expected.tool_calls[0].name",
+        "[3].expected.tool_calls[0].times",
+        "[3].expected.output_regex",
+    ):
+        assert expected in body, expected
+    assert "(line " in body
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("{not json", "invalid JSON (line 1"),
+        ('{"x": 1}', "expected a JSON list"),
+        ("[]", "no tasks"),
+    ],
+)
+def test_malformed_tasks_json(project, bat, content, words):
+    (project / "eval/input/tasks.json").write_text(content)
+    result = bat("eval.show", cwd=project)
+    assert result.code == 2 and words in result.err
+
+
+@pytest.mark.parametrize(
+    "task_id", ["../../escape", "/etc/passwd", "a/b", "..", ".hidden", "x" * 200]
+)
+def test_task_ids_cannot_leave_the_episodes_folder(task_id):
+    stem = TaskSpec(id=task_id, turns=["t"]).file_stem
+    assert "/" not in stem and not stem.startswith(".") and len(stem) < 100
+    assert stem != TaskSpec(id=task_id[:-1] + "!", turns=["t"]).file_stem
+
+
+def test_turns_may_be_objects_and_failed_means_error():
+    task = TaskSpec.model_validate(
+        {"id": "t", "turns": [{"role": "user", "content": "hi"}], "expected": {"status": "failed"}}
+    )
+    assert task.turns == ["hi"] and task.expected.status == "error"
