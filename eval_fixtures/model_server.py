@@ -267,6 +267,11 @@ def main(argv: list[str] | None = None) -> None:
         # Bound here, not by uvicorn: the ready line can be printed as soon as connecting
         # works (early clients wait in the backlog) and a busy port is one clear error.
         sock = socket.create_server((HOST, args.port))
+        # Connections inherit this from the listener. asyncio only sets it on sockets it
+        # recognises as TCP, and uvicorn's copy of a passed-in socket does not look like
+        # one: without it, every response on a kept-alive connection waits ~40 ms for the
+        # client's delayed ACK (Nagle).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     except OSError as exc:
         raise SystemExit(f"model_server: cannot listen on {HOST}:{args.port}: {exc}") from None
     import uvicorn  # imported here: build_app alone (e.g. under a TestClient) needs no server

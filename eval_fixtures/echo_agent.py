@@ -1,0 +1,110 @@
+"""The echo agent: an A2A agent whose every answer is decided by keywords in the user text.
+
+Why: the evaluation engine must be tested against a real agent process, over real A2A,
+in every situation an agent can put it in: a plain answer, a question back
+(input-required), a failure, memory across turns, a turn that never ends, a process that
+dies, answers carried in artifacts, status messages or plain messages. A model-driven
+agent can do none of that on demand; this one does, deterministically.
+
+Keywords (case-sensitive, checked in this order; the first that applies wins):
+
+* ``CRASH``: the process dies at once (exit code 3), before any event is sent;
+* ``HANG``: the task opens and says WORKING, then the turn never ends;
+* the turn after an ``ASK`` turn of the same context: completes with ``got it: <text>``;
+* ``FAIL``: the task ends ``failed`` with the status message ``failure requested``;
+* ``ASK``: the task ends ``input-required`` with ``What exactly do you mean?``;
+* ``HISTORY``: completes with ``history: <earlier user texts of the context, ' | '-joined>``;
+* ``MODEL?``: completes with ``model: <MODEL>/<MODEL_PROVIDER>`` (the environment's);
+* anything else: completes with ``echo: <text>``.
+
+``python -m eval_fixtures.echo_agent [--port P] [--latency-ms N] [--answer-in MODE]
+[--no-streaming] [--startup-delay-ms N] [--exit-after-start]``; see ``_a2a_server`` for the
+options and their environment variables, and eval_fixtures/README.md for the events.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.types import AgentCard, AgentSkill, TaskState
+from a2a.utils.errors import UnsupportedOperationError
+
+from eval_fixtures._a2a_server import Turn, build_card, common_parser, hang_forever, pause, serve
+
+NAME = "EchoAgent"
+CRASH_EXIT_CODE = 3
+QUESTION = "What exactly do you mean?"
+FAILURE = "failure requested"
+
+
+class EchoExecutor(AgentExecutor):
+    """Answers by keyword; remembers the user texts and open questions of each context."""
+
+    def __init__(self, latency_ms: int = 0, answer_in: str = "artifact") -> None:
+        self.latency_ms = latency_ms
+        self.answer_in = answer_in
+        self.history: defaultdict[str, list[str]] = defaultdict(list)
+        self.asked: set[str] = set()  # contexts whose last turn asked a question back
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        text = context.get_user_input()
+        if "CRASH" in text:
+            os._exit(CRASH_EXIT_CODE)  # a crash: no clean-up, no reply, no flushed output
+        await pause(self.latency_ms)
+        context_id = context.context_id or ""
+        earlier = list(self.history[context_id])
+        self.history[context_id].append(text)
+        turn = Turn(context, event_queue)
+        if "HANG" in text:
+            await turn.start()
+            await hang_forever()
+        if context_id in self.asked:
+            self.asked.discard(context_id)
+            await turn.answer(f"got it: {text}", self.answer_in)
+        elif "FAIL" in text:
+            await turn.end(TaskState.TASK_STATE_FAILED, FAILURE)
+        elif "ASK" in text:
+            self.asked.add(context_id)
+            await turn.end(TaskState.TASK_STATE_INPUT_REQUIRED, QUESTION)
+        else:
+            await turn.answer(reply_to(text, earlier), self.answer_in)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise UnsupportedOperationError(message="the echo agent cannot cancel tasks")
+
+
+def reply_to(text: str, earlier: list[str]) -> str:
+    """The answer of a completing turn: history, model, or the echo."""
+    if "HISTORY" in text:
+        return "history: " + " | ".join(earlier)
+    if "MODEL?" in text:
+        model = os.environ.get("MODEL", "")
+        return f"model: {model}/{os.environ.get('MODEL_PROVIDER', '')}"
+    return f"echo: {text}"
+
+
+def make_card(port: int, streaming: bool) -> AgentCard:
+    skill = AgentSkill(
+        id="echo",
+        name="Echo",
+        description="Echoes the text; ASK, FAIL, HISTORY, HANG, CRASH and MODEL? change that.",
+        tags=["echo", "test"],
+        examples=["hello", "ASK me", "HISTORY please"],
+    )
+    description = "A deterministic test agent: echoes what it is told, or obeys keywords."
+    return build_card(NAME, description, skill, port, streaming)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse the command line (and environment), then serve until SIGTERM or SIGINT."""
+    parser = common_parser("eval_fixtures.echo_agent", __doc__.splitlines()[0])
+    args = parser.parse_args(argv)
+    executor = EchoExecutor(latency_ms=args.latency_ms, answer_in=args.answer_in)
+    serve(args, "echo_agent", make_card, executor)
+
+
+if __name__ == "__main__":
+    main()
