@@ -19,6 +19,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -197,6 +198,11 @@ class AgentProcess:
             argv = shlex.split(self.command)
         except ValueError as exc:
             raise InputError(f"evaluation.agent.command cannot be parsed: {exc}") from None
+        if not argv:
+            raise InputError("evaluation.agent.command is empty")
+        # `{python}` is the interpreter running bat: fixture agents and agents installed
+        # next to bat start without knowing where that environment lives.
+        argv = [sys.executable if word == "{python}" else word for word in argv]
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
             try:

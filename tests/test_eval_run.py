@@ -1,0 +1,308 @@
+"""``bat eval.run`` against real fixture agents (processes on 127.0.0.1)."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+import yaml
+
+from tests.conftest import BAT
+from tests.evalkit import (
+    episodes,
+    free_port,
+    make_project,
+    port_answers,
+    run_dirs,
+    start_fixture,
+    summary,
+)
+
+
+def agent_url(project):
+    return yaml.safe_load((project / "eval/eval.yaml").read_text())["evaluation"]["agent_url"]
+
+
+def test_echo_dataset_passes_every_expectation(tmp_path, bat, home):
+    project = make_project(tmp_path, "echo_tasks.json", k=2)
+    result = bat("eval.run", cwd=project)
+    assert result.code == 0, result.err
+    (run_dir,) = run_dirs(project)
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "completed" and record["k"] == 2
+    totals = summary(run_dir)["totals"]
+    tasks = json.loads((project / "eval/input/tasks.json").read_text())
+    assert totals["attempts"] == 2 * len(tasks)
+    failing = {
+        n: e["verdict"]["reason"]
+        for n, e in episodes(run_dir).items()
+        if not e["verdict"]["passed"]
+    }
+    assert failing == {}
+    assert totals["passed"] == totals["attempts"] and totals["pass_at_k"] == 1.0
+    assert "episodes passed (100%)" in result.out
+    assert (run_dir / "agent-default" / "metrics.json").is_file()
+    assert not port_answers(agent_url(project)), "the agent must be stopped"
+
+
+@pytest.mark.parametrize(
+    "agent_env",
+    [{"ANSWER_IN": "message"}, {"ANSWER_IN": "status"}, {"NO_STREAMING": "1"}],
+    ids=["answer-in-message", "answer-in-status", "not-streaming"],
+)
+def test_every_answer_channel_and_non_streaming(tmp_path, bat, home, agent_env):
+    tasks = [
+        {
+            "id": "plain",
+            "turns": ["hello there"],
+            "expected": {"output_must_contain": ["echo: hello there"]},
+        },
+        {
+            "id": "memory",
+            "turns": ["a", "b", "HISTORY"],
+            "expected": {"output_regex": "^history: a \\| b$"},
+        },
+        {
+            "id": "ask",
+            "turns": ["ASK x", "this"],
+            "expected": {"output_must_contain": ["got it: this"]},
+        },
+    ]
+    project = make_project(tmp_path, tasks, agent_env=agent_env)
+    assert bat("eval.run", cwd=project).code == 0
+    (run_dir,) = run_dirs(project)
+    verdicts = {n: e["verdict"] for n, e in episodes(run_dir).items()}
+    assert all(v["passed"] for v in verdicts.values()), verdicts
+
+
+def test_wrong_answers_are_failures_with_reasons_not_infrastructure(tmp_path, bat, home):
+    tasks = [
+        {
+            "id": "paris",
+            "turns": ["hello"],
+            "expected": {
+                "status": "completed",
+                "output_must_contain": ["Paris"],
+                "tool_calls": [{"name": "search"}],
+            },
+        }
+    ]
+    project = make_project(tmp_path, tasks)
+    assert bat("eval.run", cwd=project).code == 0
+    (run_dir,) = run_dirs(project)
+    (episode,) = episodes(run_dir).values()
+    assert episode["infra_error"] is None
+    assert episode["verdict"]["reason"] == (
+        "status: 'completed'; output: missing 'Paris'; tool_call:search: called 0×, expected ≥1×"
+    )
+    assert summary(run_dir)["totals"]["infra_failures"] == 0
+
+
+def test_trace_records_events_turns_and_timing(tmp_path, bat, home):
+    tasks = [{"id": "t", "turns": ["ASK please", "now"], "expected": {}}]
+    project = make_project(tmp_path, tasks)
+    assert bat("eval.run", cwd=project).code == 0
+    (episode,) = episodes(run_dirs(project)[0]).values()
+    trace = episode["trace"]
+    assert [t["status"] for t in trace["turns"]] == ["input-required", "completed"]
+    assert trace["turns"][0]["task_id"] == trace["turns"][1]["task_id"]  # continued the task
+    assert trace["turns"][0]["output"] == "What exactly do you mean?"
+    opened = [e["input"] for e in trace["events"] if e["input"]]
+    assert opened == ["ASK please", "now"]
+    assert (
+        trace["time_to_first_event_s"] > 0
+        and trace["wall_time_s"] >= trace["time_to_first_event_s"]
+    )
+    assert episode["final_output"] == "got it: now"
+
+
+def test_agent_that_exits_during_start_up_shows_its_log(tmp_path, bat, home):
+    project = make_project(tmp_path, "echo_tasks.json", agent_env={"EXIT_ON_START": "1"})
+    result = bat("eval.run", cwd=project)
+    assert result.code == 1
+    assert "exited with status 4 before it was ready" in result.err
+    assert "exiting during start-up" in result.err  # a line of the agent's own log
+    assert "Traceback" not in result.err
+    (run_dir,) = run_dirs(project)
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
+
+
+def test_agent_not_ready_in_time(tmp_path, bat, home):
+    project = make_project(
+        tmp_path,
+        "echo_tasks.json",
+        agent_startup_timeout_s=1,
+        agent_env={"STARTUP_DELAY_MS": "5000"},
+    )
+    started = time.monotonic()
+    result = bat("eval.run", cwd=project)
+    assert result.code == 1 and "did not answer" in result.err
+    assert time.monotonic() - started < 10
+    assert not port_answers(agent_url(project))
+
+
+def test_agent_crashing_mid_run(tmp_path, bat, home):
+    tasks = [{"id": f"ok-{i}", "turns": [f"hello {i}"], "expected": {}} for i in range(6)]
+    tasks.insert(2, {"id": "crash", "turns": ["CRASH now"], "expected": {}})
+    project = make_project(tmp_path, tasks, concurrency=1)
+    result = bat("eval.run", cwd=project)
+    assert result.code == 0, result.err
+    (run_dir,) = run_dirs(project)
+    found = episodes(run_dir)
+    assert len(found) == 7  # the run completed: every episode has a file
+    kinds = {name: (e["infra_error"] or {}).get("kind") for name, e in found.items()}
+    assert kinds["crash__try1.json"] == "crash"
+    assert kinds["ok-0__try1.json"] is None and found["ok-0__try1.json"]["verdict"]["passed"]
+    later = [kinds[f"ok-{i}__try1.json"] for i in range(2, 6)]
+    assert all(kind == "crash" for kind in later), kinds
+    assert summary(run_dir)["totals"]["infra_failures"] == 5
+
+
+def test_hanging_agent_is_timed_out_and_stopped(tmp_path, bat, home):
+    tasks = [
+        {"id": "hang", "turns": ["HANG"], "expected": {}},
+        {"id": "fine", "turns": ["hi"], "expected": {"output_must_contain": ["echo: hi"]}},
+    ]
+    project = make_project(tmp_path, tasks, turn_timeout_s=1, agent_shutdown_timeout_s=2)
+    started = time.monotonic()
+    result = bat("eval.run", cwd=project)
+    assert result.code == 0, result.err
+    assert time.monotonic() - started < 15
+    found = episodes(run_dirs(project)[0])
+    assert found["hang__try1.json"]["infra_error"]["kind"] == "timeout"
+    assert found["fine__try1.json"]["verdict"]["passed"]
+    assert not port_answers(agent_url(project))
+
+
+def test_interrupt_keeps_finished_episodes_and_resume_completes(tmp_path, home):
+    tasks = [
+        {"id": f"t{i:02d}", "turns": [f"q{i}"], "expected": {"output_must_contain": [f"q{i}"]}}
+        for i in range(30)
+    ]
+    project = make_project(tmp_path, tasks, concurrency=2, agent_env={"LATENCY_MS": "200"})
+    proc = subprocess.Popen(
+        [str(BAT), "eval.run"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HOME": str(home)},
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        dirs = run_dirs(project)
+        if dirs and len(list((dirs[0] / "agent-default" / "episodes").glob("*.json"))) >= 4:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "bat eval.run --resume" in err and "Traceback" not in err
+    (run_dir,) = run_dirs(project)
+    kept = episodes(run_dir)
+    assert 4 <= len(kept) < 30
+    assert all(e["verdict"]["passed"] for e in kept.values())  # every kept file is whole
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    assert not port_answers(agent_url(project))
+
+    resumed = subprocess.run(
+        [str(BAT), "eval.run", "--resume"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HOME": str(home)},
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert run_dirs(project) == [run_dir]
+    final = episodes(run_dir)
+    assert len(final) == 30
+    for name, episode in kept.items():  # finished episodes were not run again
+        assert final[name]["started_at"] == episode["started_at"]
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
+    assert summary(run_dir)["totals"]["passed"] == 30
+
+
+def test_resume_of_a_complete_run_runs_nothing(tmp_path, bat, home):
+    project = make_project(tmp_path, [{"id": "a", "turns": ["x"], "expected": {}}])
+    assert bat("eval.run", cwd=project).code == 0
+    again = bat("eval.run", "--resume", cwd=project)
+    assert again.code == 0 and "already there" in again.out
+
+
+def test_models_each_start_the_agent_with_their_settings(tmp_path, bat, home):
+    tasks = [
+        {
+            "id": "which",
+            "turns": ["MODEL?"],
+            "expected": {"output_regex": "^model: m-(one|two)/openai$"},
+        }
+    ]
+    project = make_project(
+        tmp_path, tasks, models=["openai:m-one", {"provider": "openai", "model": "m-two"}]
+    )
+    result = bat("eval.run", cwd=project)
+    assert result.code == 0, result.err
+    (run_dir,) = run_dirs(project)
+    one = episodes(run_dir, "openai_m-one")["which__try1.json"]
+    two = episodes(run_dir, "openai_m-two")["which__try1.json"]
+    assert one["final_output"] == "model: m-one/openai" and one["model"] == "openai:m-one"
+    assert two["final_output"] == "model: m-two/openai"
+    assert (run_dir / "agent-openai_m-one.log").is_file() and (
+        run_dir / "agent-openai_m-two.log"
+    ).is_file()
+    assert (run_dir / "openai_m-two" / "summary.json").is_file()
+
+
+def test_refuses_when_something_already_answers(tmp_path, bat, home):
+    tasks = [{"id": "a", "turns": ["x"], "expected": {}}]
+    port = free_port()
+    blocker = start_fixture("echo_agent", port)
+    try:
+        project = make_project(tmp_path, tasks, agent_url=f"http://127.0.0.1:{port}")
+        result = bat("eval.run", cwd=project)
+        assert result.code == 1 and "already answers" in result.err
+        # ...but evaluates it when told the agent is already running.
+        (project / "eval/eval.yaml").write_text(
+            yaml.safe_dump(
+                {"evaluation": {"agent_url": f"http://127.0.0.1:{port}", "agent": {"start": False}}}
+            )
+        )
+        assert bat("eval.run", cwd=project).code == 0
+        assert blocker.poll() is None  # not stopped by bat
+    finally:
+        blocker.terminate()
+        blocker.wait(timeout=10)
+
+
+def test_external_agent_that_is_not_there(tmp_path, bat, home):
+    project = make_project(tmp_path, [{"id": "a", "turns": ["x"], "expected": {}}], start=False)
+    result = bat("eval.run", cwd=project)
+    assert result.code == 2 and "no agent answers" in result.err
+
+
+def test_stages_run_alone_on_the_latest_run(tmp_path, bat, home):
+    tasks = [{"id": "a", "turns": ["hello"], "expected": {"output_must_contain": ["echo: hello"]}}]
+    project = make_project(tmp_path, tasks, k=2)
+    assert bat("eval.run", cwd=project).code == 0
+    (run_dir,) = run_dirs(project)
+    (run_dir / "agent-default" / "summary.json").unlink()
+    assert bat("eval.summarize", cwd=project).code == 0
+    assert summary(run_dir)["totals"]["passed"] == 2
+    # Correct an expectation: eval.verdict re-checks without running the agent again.
+    tasks[0]["expected"]["output_must_contain"] = ["Paris"]
+    (project / "eval/input/tasks.json").write_text(json.dumps(tasks))
+    checked = bat("eval.verdict", "--run", run_dir.name, cwd=project)
+    assert checked.code == 0 and "2 verdict(s) changed" in checked.out
+    assert bat("eval.summarize", "--run", str(run_dir), cwd=project).code == 0
+    assert summary(run_dir)["totals"]["passed"] == 0
+    missing = bat("eval.summarize", "--run", "nope", cwd=project)
+    assert missing.code == 2 and "no run 'nope'" in missing.err
+
+
+def test_stage_without_any_run(tmp_path, bat, home):
+    project = make_project(tmp_path, [{"id": "a", "turns": ["x"], "expected": {}}])
+    result = bat("eval.summarize", cwd=project)
+    assert result.code == 2 and "no runs" in result.err
