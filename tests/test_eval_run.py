@@ -306,3 +306,18 @@ def test_stage_without_any_run(tmp_path, bat, home):
     project = make_project(tmp_path, [{"id": "a", "turns": ["x"], "expected": {}}])
     result = bat("eval.summarize", cwd=project)
     assert result.code == 2 and "no runs" in result.err
+
+
+def test_task_ids_with_slashes_stay_inside_the_run(tmp_path, bat, home):
+    tasks = [
+        {"id": "../../escape", "turns": ["a"], "expected": {}},
+        {"id": "/etc/passwd", "turns": ["b"], "expected": {}},
+        {"id": "..", "turns": ["c"], "expected": {}},
+    ]
+    project = make_project(tmp_path, tasks)
+    assert bat("eval.run", cwd=project).code == 0
+    (run_dir,) = run_dirs(project)
+    written = sorted(p for p in tmp_path.rglob("*.json") if "episodes" in p.parts)
+    assert len(written) == 3
+    assert all(p.parent == run_dir / "agent-default" / "episodes" for p in written)
+    assert {json.loads(p.read_text())["task_id"] for p in written} == {t["id"] for t in tasks}

@@ -26,7 +26,7 @@ class Progress:
         self.plain_every_s = plain_every_s
         self.done = self.passed = self.infra = 0
         self.started = time.monotonic()
-        self._last_draw = 0.0
+        self._last_draw = float("-inf")
         self._drawn = -1  # the count shown last, so the end is not printed twice
 
     def update(self, passed: bool, infra: bool) -> None:
