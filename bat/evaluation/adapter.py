@@ -65,7 +65,6 @@ class _Turn:
     status: str = "working"
     task_id: str | None = None
     artifacts: dict[str, str] = field(default_factory=dict)
-    status_text: str = ""
     final_status_text: str = ""
     message_text: str = ""
 
@@ -229,8 +228,6 @@ def _absorb(
         _metadata(trace, event.message.metadata)
     if state is not None:
         turn.status = state
-        if preview:
-            turn.status_text = preview
         # The text of a status that ends the turn is a candidate answer (or the question
         # of input-required); progress messages of `working` are not.
         if state != "working" and kind != "message":

@@ -82,7 +82,8 @@ def summarize(
     rows: Iterable[EpisodeRow], *, k: int, model: str, task_order: list[str]
 ) -> tuple[dict, dict]:
     """``(summary.json, metrics.json)`` contents for one model's episodes."""
-    rows = sorted(rows, key=lambda row: (_position(task_order, row.task_id), row.attempt))
+    position = {task_id: index for index, task_id in enumerate(task_order)}
+    rows = sorted(rows, key=lambda row: (position.get(row.task_id, len(position)), row.attempt))
     by_task: dict[str, list[EpisodeRow]] = {}
     for row in rows:
         by_task.setdefault(row.task_id, []).append(row)
@@ -181,10 +182,3 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
-
-
-def _position(order: list[str], task_id: str) -> int:
-    try:
-        return order.index(task_id)
-    except ValueError:
-        return len(order)

@@ -8,11 +8,13 @@ finished (or interrupted) run directory alone.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bat.atomic import write_text_atomic
 from bat.errors import InputError, Interrupted
 from bat.evaluation import rundir
 from bat.evaluation.agent_process import (
@@ -237,10 +239,6 @@ def load_episodes(model_dir: Path):
 
 def summarize_run(run_dir: Path, *, say: Say = print) -> list[Path]:
     """Write summary.json and metrics.json for every model of the run."""
-    import json
-
-    from bat.atomic import write_text_atomic
-
     record = rundir.read_run(run_dir)
     written = []
     for model in record.get("models", []):
@@ -272,8 +270,6 @@ def summarize_run(run_dir: Path, *, say: Say = print) -> list[Path]:
 
 def recheck_run(run_dir: Path, dataset: Dataset, *, say: Say = print) -> int:
     """Re-judge every episode of a run against the dataset's current expectations."""
-    from bat.atomic import write_text_atomic
-
     changed = 0
     for model_dir in rundir.model_dirs(run_dir):
         for path, episode in load_episodes(model_dir):
