@@ -85,7 +85,7 @@ def test_models_as_strings_and_mappings(project, bat):
     data = json.loads(bat("eval.show", "--json", cwd=project).out)
     assert [m["label"] for m in data["models"]] == ["openai:gpt-4.1-mini", "openai:qwen"]
     assert data["models"][1]["env"] == ["K"]
-    assert data["judge"]["provider"] == "ollama" and data["judge"]["model"] == "llama3"
+    assert data["judges"][0]["provider"] == "ollama" and data["judges"][0]["model"] == "llama3"
 
 
 BAD_YAML = """evaluation:

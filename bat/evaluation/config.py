@@ -61,19 +61,50 @@ class ModelSpec(_Strict):
         return re.sub(r"[^A-Za-z0-9._-]", "_", f"{self.provider}_{self.model}").lstrip(".")
 
 
+JUDGE_DIMENSIONS = (
+    "response_relevance",
+    "task_completion_quality",
+    "hallucination_score",
+    "tool_call_appropriateness",
+)
+MAX_PROMPT_CHARS = 2000
+
+
+class JudgePrompts(_Strict):
+    """Agent-specific instructions added to the rubric of each dimension."""
+
+    response_relevance: str | None = Field(default=None, max_length=MAX_PROMPT_CHARS)
+    task_completion_quality: str | None = Field(default=None, max_length=MAX_PROMPT_CHARS)
+    hallucination_score: str | None = Field(default=None, max_length=MAX_PROMPT_CHARS)
+    tool_call_appropriateness: str | None = Field(default=None, max_length=MAX_PROMPT_CHARS)
+
+
 class JudgeSpec(_Strict):
-    """The LLM judge of ``qualitative`` scoring (used by ``eval.judge``)."""
+    """One LLM judge of ``qualitative`` scoring (used by ``eval.judge``).
+
+    ``provider: ollama`` speaks Ollama's native ``/api/chat``; any other provider speaks
+    OpenAI-compatible chat completions at ``base_url`` (OpenAI, vLLM, llama.cpp server,
+    LM Studio, Ollama's ``/v1``).
+    """
 
     provider: str = Field(default="openai", min_length=1)
     model: str = Field(min_length=1)
     base_url: str | None = None
     api_key_env: str | None = None
-    prompts: dict[str, str] = Field(default_factory=dict)
+    prompts: JudgePrompts = Field(default_factory=JudgePrompts)
+    concurrency: int = Field(default=16, ge=1, le=256)
+    timeout_s: float = Field(default=60, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=20)
+    budget_chars: int = Field(default=12000, ge=500, le=1_000_000)
 
     @model_validator(mode="before")
     @classmethod
     def _from_string(cls, value: Any) -> Any:
         return _split_model(value)
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}"
 
 
 class AgentSpec(_Strict):
@@ -126,7 +157,14 @@ class EvalConfig(_Strict):
 
     evaluation: EvaluationSection = Field(default_factory=EvaluationSection)
     models: list[ModelSpec] = Field(default_factory=list)
-    judge: JudgeSpec | None = None
+    judge: JudgeSpec | list[JudgeSpec] | None = None
+
+    @property
+    def judges(self) -> list[JudgeSpec]:
+        """The judges, as a list (``judge:`` may hold one or several)."""
+        if self.judge is None:
+            return []
+        return list(self.judge) if isinstance(self.judge, list) else [self.judge]
 
     @field_validator("models", mode="before")
     @classmethod

@@ -51,7 +51,7 @@ def resolved_view(resolved: ResolvedConfig) -> dict[str, Any]:
         ]
         or [{"label": "agent-default", "note": "the agent's own MODEL settings"}],
         "qualitative": evaluation.qualitative,
-        "judge": resolved.config.judge.model_dump(mode="json") if resolved.config.judge else None,
+        "judges": [judge.model_dump(mode="json") for judge in resolved.config.judges],
     }
 
 
@@ -85,13 +85,7 @@ def describe(resolved: ResolvedConfig, *, as_json: bool = False) -> str:
         lines.append(
             f"  - {model['label']}{extra}" if "note" not in model else f"  - {model['note']}"
         )
-    judge = view["judge"]
-    if view["qualitative"]:
-        lines.append(
-            f"judge          {judge['provider']}:{judge['model']}"
-            if judge
-            else "judge          (none set)"
-        )
-    else:
-        lines.append("judge          off (qualitative: false)")
+    judges = ", ".join(f"{j['provider']}:{j['model']}" for j in view["judges"]) or "(none set)"
+    state = judges if view["qualitative"] else f"off (qualitative: false; judge: {judges})"
+    lines.append(f"judge          {state}")
     return "\n".join(lines)
