@@ -79,3 +79,85 @@ def test_time_distribution():
     _, metrics = summarize(rows, k=1, model="m", task_order=["a"])
     wall = metrics["summary"]["wall_time_s"]
     assert wall == {"mean": 5.5, "median": 5.5, "p90": 9.0, "max": 10.0}
+
+
+@pytest.mark.parametrize(
+    ("passed", "n", "interval"),
+    [
+        (0, 5, [0.0, 0.4345]),
+        (5, 5, [0.5655, 1.0]),
+        (3, 10, [0.1078, 0.6032]),
+        (1, 1, [0.2065, 1.0]),
+    ],
+)
+def test_wilson_interval(passed, n, interval):
+    from bat.evaluation.metrics import wilson_interval
+
+    assert wilson_interval(passed, n) == interval
+    assert wilson_interval(0, 0) is None
+
+
+def test_pass_at_and_hat_for_every_k():
+    rows = [row("a", i, i <= 2) for i in range(1, 6)]  # n = 5, c = 2
+    summary, _ = summarize(rows, k=5, model="m", task_order=["a"])
+    task = summary["tasks"][0]
+    assert task["pass_at"] == {"1": 0.4, "2": 0.7, "3": 0.9, "4": 1.0, "5": 1.0}
+    assert task["pass_hat"] == {"1": 0.4, "2": 0.1, "3": 0.0, "4": 0.0, "5": 0.0}
+    assert task["pass_rate_ci95"] == [0.1176, 0.7693]
+
+
+def test_averages_by_k_use_the_tasks_with_enough_attempts():
+    rows = [
+        row("a", 1, True),
+        row("a", 2, False),
+        row("b", 1, True),
+        row("b", 2, True),
+        row("b", 3, True),
+    ]
+    summary, metrics = summarize(rows, k=3, model="m", task_order=["a", "b"])
+    totals = summary["totals"]
+    assert totals["pass_at"] == {"1": 0.75, "2": 1.0, "3": 1.0}
+    assert totals["pass_hat"] == {"1": 0.75, "2": 0.5, "3": 1.0}
+    assert metrics["summary"]["pass_at"] == totals["pass_at"]
+
+
+def test_latency_percentiles():
+    rows = [row("a", i, True, wall=float(i)) for i in range(1, 101)]
+    _, metrics = summarize(rows, k=1, model="m", task_order=["a"])
+    latency = metrics["summary"]["latency_s"]
+    assert (latency["p50"], latency["p90"], latency["p99"], latency["max"]) == (
+        50.0,
+        90.0,
+        99.0,
+        100.0,
+    )
+
+
+def test_judge_statistics_per_dimension():
+    rows = [row("a", i, True) for i in range(1, 4)]
+    rows[0].scores = {"response_relevance": 1.0, "hallucination_score": 0.5}
+    rows[1].scores = {"response_relevance": 0.5, "hallucination_score": None}
+    rows[2].judge_error = "judge timed out"
+    summary, metrics = summarize(rows, k=1, model="m", task_order=["a"])
+    judge = metrics["summary"]["judge"]
+    assert judge["response_relevance"] == {
+        "mean": 0.75,
+        "min": 0.5,
+        "max": 1.0,
+        "count": 2,
+        "errors": 1,
+    }
+    assert judge["hallucination_score"] == {
+        "mean": 0.5,
+        "min": 0.5,
+        "max": 0.5,
+        "count": 1,
+        "errors": 2,
+    }
+    assert summary["tasks"][0]["judge"] == {"hallucination_score": 0.5, "response_relevance": 0.75}
+    assert metrics["per_episode"][2]["judge_error"] == "judge timed out"
+
+
+def test_no_judge_scores_means_no_judge_block():
+    _, metrics = summarize([row("a", 1, True)], k=1, model="m", task_order=["a"])
+    assert metrics["summary"]["judge"] is None

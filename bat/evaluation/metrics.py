@@ -5,7 +5,10 @@ Field names follow bat-cli's files (``attempts``, ``passed``, ``failed``,
 pass@k and pass^k use the unbiased estimators over the n judged attempts of a task, c of
 them passed: pass@k = 1 − C(n−c, k)/C(n, k) (at least one of k tries passes),
 pass^k = C(c, k)/C(n, k) (all k tries pass). Infrastructure failures are counted apart
-and left out of n: they say nothing about the agent.
+and left out of n: they say nothing about the agent. ``pass_at``/``pass_hat`` give the
+estimators for every k from 1 to n; a run's value for a k averages the tasks with at
+least k judged attempts. Pass rates carry a Wilson 95 % interval, which stays inside
+[0, 1] and is honest for the small n of k attempts.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
-from math import comb
+from math import comb, sqrt
 from typing import Any
 
 from bat.evaluation.records import EpisodeResult
+
+Z95 = 1.959963984540054  # the standard normal quantile of 97.5 %
 
 SUMMARY_SCHEMA = "bat.summary/1"
 METRICS_SCHEMA = "bat.metrics/1"
@@ -38,6 +43,26 @@ def pass_hat_k(n: int, c: int, k: int) -> float | None:
     return comb(c, k) / comb(n, k)
 
 
+def wilson_interval(passed: int, n: int, z: float = Z95) -> list[float] | None:
+    """The Wilson score interval of a pass rate, ``[low, high]``; None without attempts."""
+    if n <= 0:
+        return None
+    rate = passed / n
+    denominator = 1 + z * z / n
+    center = (rate + z * z / (2 * n)) / denominator
+    half = z * sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / denominator
+    return [round(max(0.0, center - half), 4), round(min(1.0, center + half), 4)]
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The nearest-rank percentile ``q`` (0-100) of ``values``."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))  # ceil(n * q / 100), at least 1
+    return ordered[int(min(rank, len(ordered))) - 1]
+
+
 @dataclass
 class EpisodeRow:
     """The few numbers of an episode the statistics need (kept small for big runs)."""
@@ -54,6 +79,8 @@ class EpisodeRow:
     total_tokens: int
     model_calls: int
     tool_calls: int
+    scores: dict[str, float | None] | None = None
+    judge_error: str | None = None
 
     @classmethod
     def of(cls, episode: EpisodeResult) -> EpisodeRow:
@@ -75,7 +102,19 @@ class EpisodeRow:
             total_tokens=usage.total_tokens,
             model_calls=usage.model_calls,
             tool_calls=len(episode.trace.tool_calls),
+            **_scores(episode.scores),
         )
+
+
+def _scores(scores: dict[str, Any] | None) -> dict[str, Any]:
+    """The per-dimension scores of an episode's ``scores`` (see bat.evaluation.judging)."""
+    if not scores:
+        return {}
+    dimensions = scores.get("dimensions") or {}
+    return {
+        "scores": {name: (value or {}).get("score") for name, value in dimensions.items()} or None,
+        "judge_error": scores.get("error"),
+    }
 
 
 def summarize(
@@ -100,8 +139,12 @@ def summarize(
         ),
         "pass_at_k": _mean(t["pass_at_k"] for t in judged),
         "pass_hat_k": _mean(t["pass_hat_k"] for t in judged),
+        "pass_at": _mean_by_k(tasks, "pass_at"),
+        "pass_hat": _mean_by_k(tasks, "pass_hat"),
         "tasks_without_judged_attempts": len(tasks) - len(judged),
+        "judge": _judge_stats(rows),
     }
+    totals["success_ci95"] = wilson_interval(totals["passed"], totals["attempts"])
     summary = {"schema": SUMMARY_SCHEMA, "model": model, "k": k, "tasks": tasks, "totals": totals}
     metrics = {
         "schema": METRICS_SCHEMA,
@@ -117,6 +160,7 @@ def _task_summary(task_id: str, rows: list[EpisodeRow], k: int) -> dict[str, Any
     passed = sum(row.passed for row in rows)
     infra = sum(row.infra_error is not None for row in rows)
     judged = attempts - infra
+    judge = _judge_stats(rows)
     return {
         "task_id": task_id,
         "attempts": attempts,
@@ -124,10 +168,44 @@ def _task_summary(task_id: str, rows: list[EpisodeRow], k: int) -> dict[str, Any
         "failed": attempts - passed,
         "infra_failures": infra,
         "success_percentage": _percentage(passed, attempts),
+        "pass_rate_ci95": wilson_interval(passed, attempts),
         "judged": judged,
         "pass_at_k": _round(pass_at_k(judged, passed, k)),
         "pass_hat_k": _round(pass_hat_k(judged, passed, k)),
+        "pass_at": {str(j): _round(pass_at_k(judged, passed, j)) for j in range(1, judged + 1)},
+        "pass_hat": {str(j): _round(pass_hat_k(judged, passed, j)) for j in range(1, judged + 1)},
+        "judge": {name: stats["mean"] for name, stats in judge.items()} if judge else None,
     }
+
+
+def _mean_by_k(tasks: list[dict[str, Any]], key: str) -> dict[str, float | None]:
+    """For each k, the mean over the tasks with at least k judged attempts."""
+    longest = max((t["judged"] for t in tasks), default=0)
+    return {
+        str(j): _mean(t[key][str(j)] for t in tasks if t["judged"] >= j)
+        for j in range(1, longest + 1)
+    }
+
+
+def _judge_stats(rows: list[EpisodeRow]) -> dict[str, dict[str, Any]] | None:
+    """Per judge dimension: mean, min, max, count of scores and count of errors."""
+    scored = [row for row in rows if row.scores is not None or row.judge_error]
+    if not scored:
+        return None
+    names = sorted({name for row in scored for name in (row.scores or {})})
+    stats = {}
+    for name in names:
+        values = [
+            row.scores[name] for row in scored if row.scores and row.scores.get(name) is not None
+        ]
+        stats[name] = {
+            "mean": _mean(values),
+            "min": _round(min(values)) if values else None,
+            "max": _round(max(values)) if values else None,
+            "count": len(values),
+            "errors": len(scored) - len(values),
+        }
+    return stats
 
 
 def _episode_stats(rows: list[EpisodeRow], k: int, totals: dict[str, Any]) -> dict[str, Any]:
@@ -141,18 +219,31 @@ def _episode_stats(rows: list[EpisodeRow], k: int, totals: dict[str, Any]) -> di
         "episodes": count,
         "passed": totals["passed"],
         "pass_rate": _round(totals["passed"] / count) if count else None,
+        "pass_rate_ci95": wilson_interval(totals["passed"], count),
         "infra_failures": totals["infra_failures"],
         "k": k,
         "pass_at_k": totals["pass_at_k"],
         "pass_hat_k": totals["pass_hat_k"],
+        "pass_at": totals["pass_at"],
+        "pass_hat": totals["pass_hat"],
         "wall_time_s": _distribution(wall),
+        "latency_s": {
+            "p50": _round(percentile(wall, 50)),
+            "p90": _round(percentile(wall, 90)),
+            "p99": _round(percentile(wall, 99)),
+            "mean": _distribution(wall)["mean"],
+            "max": _distribution(wall)["max"],
+        },
         "time_to_first_event_s": _distribution(first),
         "tokens": {
             "prompt_total": prompt,
             "completion_total": completion,
             "total": total,
             "mean_per_episode": _round(total / count) if count else None,
+            "prompt_mean": _round(prompt / count) if count else None,
+            "completion_mean": _round(completion / count) if count else None,
         },
+        "judge": totals["judge"],
         "model_calls_total": sum(row.model_calls for row in rows),
         "tool_calls_total": sum(row.tool_calls for row in rows),
     }
@@ -162,7 +253,7 @@ def _distribution(values: list[float]) -> dict[str, float | None]:
     if not values:
         return {"mean": None, "median": None, "p90": None, "max": None}
     ordered = sorted(values)
-    p90 = ordered[min(len(ordered) - 1, max(0, round(0.9 * len(ordered)) - 1))]
+    p90 = percentile(ordered, 90)
     return {
         "mean": _round(statistics.fmean(ordered)),
         "median": _round(statistics.median(ordered)),

@@ -1,0 +1,142 @@
+"""``bat eval.compare A B``: two runs (or two models of one run) side by side.
+
+Each side is a folder holding ``summary.json`` — a model folder of a run — named by
+its path, by a run (directory or id) with a single model, or ``RUN:MODEL`` to pick one
+model of a run. Per task: the pass rate on each side and the change; a task *flipped*
+when its majority outcome (pass rate ≥ 0.5) changed. Significance is McNemar's exact
+test on those paired task outcomes: of the tasks that flipped, are there more in one
+direction than chance would give? (two-sided binomial test, p = 1 when nothing flipped).
+"""
+
+from __future__ import annotations
+
+import json
+from math import comb
+from pathlib import Path
+from typing import Any
+
+from bat.errors import InputError
+from bat.evaluation import rundir
+
+
+def resolve_side(reference: str, output_dir: Path) -> Path:
+    """The model folder (holding summary.json) that ``reference`` names."""
+    run_ref, _, model = reference.partition(":")
+    direct = Path(reference)
+    if (direct / "summary.json").is_file():
+        return direct
+    run_dir = rundir.find_run(output_dir, run_ref)
+    dirs = [d for d in rundir.model_dirs(run_dir) if (d / "summary.json").is_file()]
+    if model:
+        chosen = [d for d in dirs if d.name == model]
+        if not chosen:
+            names = ", ".join(d.name for d in dirs) or "none"
+            raise InputError(
+                f"run {run_dir.name} has no summarized model {model!r} (it has: {names})"
+            )
+        return chosen[0]
+    if len(dirs) != 1:
+        names = ", ".join(d.name for d in dirs) or "none summarized"
+        raise InputError(
+            f"run {run_dir.name} has several models ({names}): name one as {run_ref}:MODEL"
+        )
+    return dirs[0]
+
+
+def compare(a: Path, b: Path) -> dict[str, Any]:
+    """The comparison of two model folders, as plain data (what ``--json`` prints)."""
+    left, right = _summary(a), _summary(b)
+    rates_a = {t["task_id"]: t for t in left["tasks"]}
+    rates_b = {t["task_id"]: t for t in right["tasks"]}
+    order = [t["task_id"] for t in left["tasks"]] + [
+        t["task_id"] for t in right["tasks"] if t["task_id"] not in rates_a
+    ]
+    rows, regressions, improvements = [], [], []
+    for task_id in order:
+        rate_a, rate_b = _rate(rates_a.get(task_id)), _rate(rates_b.get(task_id))
+        row = {"task_id": task_id, "a": rate_a, "b": rate_b, "change": None, "flip": None}
+        if rate_a is not None and rate_b is not None:
+            row["change"] = round(rate_b - rate_a, 4)
+            if rate_a >= 0.5 > rate_b:
+                row["flip"] = "regressed"
+                regressions.append(task_id)
+            elif rate_b >= 0.5 > rate_a:
+                row["flip"] = "improved"
+                improvements.append(task_id)
+        rows.append(row)
+    paired = [r for r in rows if r["change"] is not None]
+    return {
+        "a": {
+            "folder": str(a),
+            "model": left.get("model"),
+            "run_id": left.get("run_id"),
+            "success_percentage": left["totals"]["success_percentage"],
+        },
+        "b": {
+            "folder": str(b),
+            "model": right.get("model"),
+            "run_id": right.get("run_id"),
+            "success_percentage": right["totals"]["success_percentage"],
+        },
+        "tasks": rows,
+        "paired_tasks": len(paired),
+        "mean_change": round(sum(r["change"] for r in paired) / len(paired), 4) if paired else None,
+        "regressed": regressions,
+        "improved": improvements,
+        "mcnemar_p": mcnemar_exact(len(regressions), len(improvements)),
+    }
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value for b flips one way and c the other."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, i) for i in range(min(b, c) + 1)) / 2**n
+    return round(min(1.0, 2 * tail), 6)
+
+
+def render(result: dict[str, Any]) -> str:
+    """The comparison as a table for the terminal."""
+    a, b = result["a"], result["b"]
+    lines = [
+        f"A  {a['model']} ({a['run_id']}): {a['success_percentage']:g}% of episodes passed",
+        f"B  {b['model']} ({b['run_id']}): {b['success_percentage']:g}% of episodes passed",
+        "",
+        f"{'task':<40} {'A':>6} {'B':>6} {'change':>7}",
+    ]
+    for row in result["tasks"]:
+        mark = {"regressed": "  ✗ regressed", "improved": "  ✓ improved"}.get(row["flip"] or "", "")
+        lines.append(
+            f"{row['task_id'][:40]:<40} {_pct(row['a']):>6} {_pct(row['b']):>6} "
+            f"{_signed(row['change']):>7}{mark}"
+        )
+    lines += [
+        "",
+        f"{result['paired_tasks']} tasks on both sides; "
+        f"mean change {_signed(result['mean_change'])}; "
+        f"{len(result['regressed'])} regressed, {len(result['improved'])} improved; "
+        f"McNemar exact p = {result['mcnemar_p']:.4g}",
+    ]
+    return "\n".join(lines)
+
+
+def _summary(folder: Path) -> dict[str, Any]:
+    try:
+        return json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{folder / 'summary.json'} cannot be read: {exc}") from None
+
+
+def _rate(task: dict[str, Any] | None) -> float | None:
+    if not task or not task.get("attempts"):
+        return None
+    return round(task["passed"] / task["attempts"], 4)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:+.0f}%"

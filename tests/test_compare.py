@@ -1,0 +1,36 @@
+"""``bat eval.compare``: per-task change, flips and McNemar's exact test."""
+
+import json
+
+import pytest
+
+from bat.evaluation.compare import compare, mcnemar_exact
+
+
+def write_model(folder, model, rates):
+    folder.mkdir(parents=True)
+    tasks = [{"task_id": t, "attempts": 4, "passed": round(r * 4)} for t, r in rates.items()]
+    passed = sum(t["passed"] for t in tasks)
+    summary = {"model": model, "run_id": folder.parent.name, "tasks": tasks,
+               "totals": {"success_percentage": round(100 * passed / (4 * len(tasks)), 2)}}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+@pytest.mark.parametrize(("b", "c", "p"), [(0, 0, 1.0), (3, 0, 0.25), (5, 0, 0.0625), (2, 2, 1.0),
+                                           (6, 1, 0.125)])
+def test_mcnemar_exact(b, c, p):
+    assert mcnemar_exact(b, c) == p
+
+
+def test_compare_lists_changes_and_flips(tmp_path):
+    a = write_model(tmp_path / "r1" / "m", "m", {"t1": 1.0, "t2": 0.75, "t3": 0.25, "only-a": 1.0})
+    b = write_model(tmp_path / "r2" / "m", "m", {"t1": 1.0, "t2": 0.25, "t3": 0.75, "only-b": 0.0})
+    result = compare(a, b)
+    rows = {r["task_id"]: r for r in result["tasks"]}
+    assert rows["t2"]["change"] == -0.5 and rows["t2"]["flip"] == "regressed"
+    assert rows["t3"]["flip"] == "improved" and rows["t1"]["flip"] is None
+    assert rows["only-a"]["b"] is None and rows["only-b"]["a"] is None
+    assert result["paired_tasks"] == 3 and result["mean_change"] == 0.0
+    assert result["regressed"] == ["t2"] and result["improved"] == ["t3"]
+    assert result["mcnemar_p"] == 1.0
