@@ -172,7 +172,7 @@ def test_agent_tasks_py_runs_under_invoke(agent):
         [str(invoke), "--list"], cwd=agent, capture_output=True, text=True, check=False
     )
     assert listing.returncode == 0, listing.stderr
-    for name in ("check", "release", "init.agent", "add.client", "set.env", "version"):
+    for name in ("check", "release", "init.agent", "add.client", "set.env", "eval.run", "version"):
         assert name in listing.stdout
     run = subprocess.run(
         [str(invoke), "release"], cwd=agent, capture_output=True, text=True, check=False
