@@ -1,0 +1,99 @@
+"""`bat eval.run` against a scaffolded agent on the real bat-adk, its model the scripted server.
+
+The whole chain is real: `bat init.agent` renders the agent, `uv sync` installs bat-adk
+from PyPI, `bat eval.run` starts it with `uv run .` (MODEL, BASE_URL and a copy of its
+config.yaml set by the engine), talks A2A to it, and reads token usage from the span
+file bat-adk writes where the engine told it to.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.evalkit import REPO, episodes, free_port, run_dirs, summary
+from tests.pythons import find_python, uv_binary
+
+pytestmark = pytest.mark.slow
+
+RULES = [{"match": "What did I say first?", "reply": "You first said: {first}"}]
+TASKS = [
+    {
+        "id": "echo",
+        "turns": ["Say hello"],
+        "expected": {"output_must_contain": ["echo: Say hello"], "max_model_calls": 1},
+    },
+    {
+        "id": "memory",
+        "turns": ["The code is 42.", "What did I say first?"],
+        "expected": {"output_must_contain": ["You first said: The code is 42."]},
+    },
+]
+
+
+def test_eval_run_against_a_real_bat_adk_agent(tmp_path, bat, home):
+    python, uv = find_python(), uv_binary()
+    assert bat("init.agent", "graded", "-o", str(tmp_path), "--port", str(free_port())).code == 0
+    agent = tmp_path / "graded"
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PORT", "MODEL", "BASE_URL")
+    }
+    env.update(UV_PYTHON=python, UV_PYTHON_DOWNLOADS="never")
+    synced = subprocess.run(
+        [uv, "sync"], cwd=agent, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert synced.returncode == 0, synced.stderr
+    config_before = (agent / "config.yaml").read_bytes()
+
+    (tmp_path / "rules.json").write_text(json.dumps(RULES))
+    model_port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "eval_fixtures.model_server",
+            "--port",
+            str(model_port),
+            "--rules",
+            str(tmp_path / "rules.json"),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert "listening" in server.stdout.readline()
+        assert bat("eval.init", cwd=agent).code == 0
+        (agent / "eval/input/tasks.json").write_text(json.dumps(TASKS))
+        config = yaml.safe_load((agent / "eval/eval.yaml").read_text())
+        config["evaluation"].update(k=2, concurrency=2, agent_startup_timeout_s=120)
+        config["evaluation"]["agent"]["env"] = {"UV_PYTHON": python, "UV_PYTHON_DOWNLOADS": "never"}
+        config["models"] = [
+            {
+                "provider": "openai",
+                "model": "scripted",
+                "base_url": f"http://127.0.0.1:{model_port}/v1",
+                "env": {"OPENAI_API_KEY": "not-a-real-key"},
+            }
+        ]
+        (agent / "eval/eval.yaml").write_text(yaml.safe_dump(config))
+        result = bat("eval.run", cwd=agent, timeout=600)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert result.code == 0, result.out + result.err
+    (run_dir,) = run_dirs(agent)
+    found = episodes(run_dir, "openai_scripted")
+    failing = {n: e["verdict"]["reason"] for n, e in found.items() if not e["verdict"]["passed"]}
+    assert failing == {}, failing
+    assert summary(run_dir, "openai_scripted")["totals"]["passed"] == 4
+    # Usage came from bat-adk's own span file, written into the run directory.
+    for episode in found.values():
+        assert episode["trace"]["usage_source"] == "spans"
+        assert episode["trace"]["usage"]["total_tokens"] > 0
+    assert (run_dir / "openai_scripted" / "spans.jsonl").stat().st_size > 0
+    assert (agent / "config.yaml").read_bytes() == config_before
+    assert not (agent / "spans.jsonl").exists()
