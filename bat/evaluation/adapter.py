@@ -113,10 +113,6 @@ class A2ASession:
         if self._http is not None and not self._http.is_closed:
             await self._http.aclose()
 
-    @property
-    def streaming(self) -> bool:
-        return bool(self.card.capabilities.streaming)
-
     async def run_episode(self, turns: list[str], *, turn_timeout_s: float) -> Observed:
         """Send ``turns`` in one conversation and record everything that came back."""
         context_id = uuid.uuid4().hex
