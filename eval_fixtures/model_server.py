@@ -21,9 +21,34 @@ Replies may use {last} and {first} (the last and first user messages), {user_cou
 {message_count} (system prompt included), so a test can check that an agent sent its
 history. With no rule file, or no match, the reply is ``echo: <last user message>``.
 
+A rule can also make the server misbehave, so a test can check a client's retries,
+timeouts and parsing (an LLM judge's, say)::
+
+    - match: task-7             # the first 2 matching requests get a 429...
+      scope: prompt             # ...matched against the whole prompt, not the last message
+      status: 429
+      retry_after: 2            # the Retry-After header, in seconds
+      times: 2                  # then this rule is used up: later rules answer
+    - status: 500               # an error in the protocol's own JSON format
+    - body: '<html>oops'        # this raw text as the body (status 200 unless `status`)
+    - delay_ms: 1500            # wait before answering (the reply, or echo)
+      reply: '{"score": 1}'     # the assistant's content, verbatim (JSON, fences, chatter)
+
+``scope``: ``last`` (default; the last user message) or ``prompt`` (the text of every
+message, system prompt included, joined by newlines). ``times``: the rule answers its
+first N matches, then is skipped. ``body`` may hold ``{authorization}``, replaced by the
+request's Authorization header (a server reflecting credentials, for tests that check a
+client never repeats its key). A rule needs ``reply``, ``status`` or ``body``; unknown
+keys are errors.
+
+``POST /control`` changes the script of a running server (not counted in the stats):
+``{"rules": [...]}`` replaces the rules (validated as a rule file is; a bad one is a
+400) and restarts every ``times`` count; ``{"reset_stats": true}`` zeroes ``/stats``.
+
 ``python -m eval_fixtures.model_server --port 8000 [--rules FILE]`` binds only 127.0.0.1,
 prints ``listening on http://127.0.0.1:PORT`` once it accepts connections (``--port 0``
-picks a free port); ``GET /stats`` counts the requests it served.
+picks a free port); ``GET /stats`` counts the requests it served, misbehaving answers
+included.
 """
 
 from __future__ import annotations
@@ -63,15 +88,74 @@ class BadRequest(Exception):
     """A request this server cannot answer; each protocol words its 400 its own way."""
 
 
+RULE_KEYS = {"match", "regex", "scope", "reply", "status", "body", "retry_after", "delay_ms"}
+RULE_KEYS |= {"times"}
+SCOPES = ("last", "prompt")
+
+
 @dataclass(frozen=True)
 class Rule:
-    """One scripted answer: ``reply`` when ``pattern`` occurs in the last user message."""
+    """One scripted answer: ``reply`` when ``pattern`` occurs in the text ``scope`` names.
 
-    reply: str
+    ``status``, ``body``, ``retry_after`` and ``delay_ms`` make the answer misbehave;
+    ``times`` limits the rule to its first N matches.
+    """
+
+    reply: str | None = None
     pattern: re.Pattern[str] | None = None  # None: the default rule, matching anything
+    scope: str = "last"
+    status: int | None = None
+    body: str | None = None
+    retry_after: str | None = None
+    delay_ms: int = 0
+    times: int | None = None
 
-    def matches(self, text: str) -> bool:
+    def matches(self, last: str, prompt: str) -> bool:
+        text = prompt if self.scope == "prompt" else last
         return self.pattern is None or self.pattern.search(text) is not None
+
+    @classmethod
+    def from_item(cls, index: int, item: Any) -> Rule:
+        """One validated rule of a rule file (``index`` is for the error message)."""
+        if not isinstance(item, dict):
+            raise ValueError(f"rule {index}: expected a mapping, got {item!r}")
+        unknown = sorted(set(map(str, item)) - RULE_KEYS)
+        if unknown:
+            raise ValueError(f"rule {index}: unknown key(s) {unknown}; known: {sorted(RULE_KEYS)}")
+        if not any(key in item for key in ("reply", "status", "body")):
+            raise ValueError(f"rule {index}: needs a 'reply' text (or a 'status' or 'body')")
+        for key in ("reply", "body"):
+            if key in item and not isinstance(item[key], str):
+                raise ValueError(f"rule {index}: '{key}' must be a text, got {item[key]!r}")
+        if "match" in item and "regex" in item:
+            raise ValueError(f"rule {index}: give 'match' or 'regex', not both")
+        scope = item.get("scope", "last")
+        if scope not in SCOPES:
+            raise ValueError(f"rule {index}: 'scope' is one of {SCOPES}, got {scope!r}")
+        status = item.get("status")
+        if status is not None and (
+            isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599
+        ):
+            raise ValueError(f"rule {index}: 'status' must be an HTTP status, got {status!r}")
+        numbers = {key: item.get(key) for key in ("delay_ms", "times")}
+        for key, value in numbers.items():
+            least = 1 if key == "times" else 0
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < least
+            ):
+                raise ValueError(f"rule {index}: '{key}' must be a whole number ≥ {least}")
+        retry_after = item.get("retry_after")
+        source = re.escape(str(item["match"])) if "match" in item else item.get("regex")
+        return cls(
+            reply=item.get("reply"),
+            pattern=None if source is None else re.compile(str(source)),
+            scope=scope,
+            status=status,
+            body=item.get("body"),
+            retry_after=None if retry_after is None else str(retry_after),
+            delay_ms=numbers["delay_ms"] or 0,
+            times=numbers["times"],
+        )
 
 
 @dataclass(frozen=True)
@@ -98,25 +182,35 @@ class Rules:
         """Validate parsed rules, so a typo fails at start-up rather than mid-test."""
         if not isinstance(data, list):
             raise ValueError("a rule file holds a list of {match|regex, reply} rules")
-        rules = []
-        for index, item in enumerate(data):
-            if not isinstance(item, dict) or not isinstance(item.get("reply"), str):
-                raise ValueError(f"rule {index}: needs a 'reply' text, got {item!r}")
-            if "match" in item and "regex" in item:
-                raise ValueError(f"rule {index}: give 'match' or 'regex', not both")
-            source = re.escape(str(item["match"])) if "match" in item else item.get("regex")
-            pattern = None if source is None else re.compile(str(source))
-            rules.append(Rule(reply=item["reply"], pattern=pattern))
-        return cls(tuple(rules))
+        return cls(tuple(Rule.from_item(index, item) for index, item in enumerate(data)))
+
+    def pick(self, messages: Messages, used: Counter[int] | None = None) -> tuple[Rule | None, str]:
+        """The rule answering a conversation (None: echo) and its reply, filled in.
+
+        ``used`` counts the answers of each rule (by position), for rules with ``times``;
+        without it, ``times`` is ignored.
+        """
+        users = [content_text(m.get("content")) for m in messages if m.get("role") == "user"]
+        last = users[-1] if users else ""
+        prompt = "\n".join(content_text(m.get("content")) for m in messages)
+        rule = None
+        for index, candidate in enumerate(self.rules):
+            if not candidate.matches(last, prompt):
+                continue
+            if used is not None and candidate.times is not None:
+                if used[index] >= candidate.times:
+                    continue
+                used[index] += 1
+            rule = candidate
+            break
+        template = rule.reply if rule is not None and rule.reply is not None else ECHO
+        values = {"last": last, "first": users[0] if users else "", "user_count": str(len(users))}
+        values["message_count"] = str(len(messages))
+        return rule, PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
     def reply(self, messages: Messages) -> str:
         """The scripted reply to a conversation, placeholders filled in."""
-        users = [content_text(m.get("content")) for m in messages if m.get("role") == "user"]
-        last = users[-1] if users else ""
-        template = next((rule.reply for rule in self.rules if rule.matches(last)), ECHO)
-        values = {"last": last, "first": users[0] if users else "", "user_count": str(len(users))}
-        values["message_count"] = str(len(messages))
-        return PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+        return self.pick(messages)[1]
 
 
 def content_text(content: Any) -> str:
@@ -145,6 +239,9 @@ def build_app(rules: Rules) -> Starlette:
     # What was served, so a test can assert that the agent really called the model.
     by_path: Counter[str] = Counter()
     models: set[str] = set()
+    # The script in force (POST /control replaces it) and the answers of each rule so far.
+    script = {"rules": rules}
+    used: Counter[int] = Counter()
 
     def counted(handler: Handler) -> Handler:
         async def endpoint(request: Request) -> Response:
@@ -152,6 +249,36 @@ def build_app(rules: Rules) -> Starlette:
             return await handler(request)
 
         return endpoint
+
+    async def scripted(messages: Messages) -> tuple[Rule | None, str]:
+        """The rule and reply for ``messages``, after the rule's delay."""
+        rule, reply = script["rules"].pick(messages, used)
+        if rule is not None and rule.delay_ms:
+            await asyncio.sleep(rule.delay_ms / 1000)
+        return rule, reply
+
+    def misbehaviour(
+        request: Request, rule: Rule | None, error: Callable[[str, int], Any]
+    ) -> Response | None:
+        """The scripted failure of ``rule`` (``error`` words the protocol's error body)."""
+        if rule is None or (rule.body is None and rule.status in (None, 200)):
+            return None
+        headers = {} if rule.retry_after is None else {"Retry-After": rule.retry_after}
+        status = rule.status or 200
+        if rule.body is not None:
+            # A server that reflects the request's credentials in its error page: what a
+            # client must never copy into its own messages.
+            text = rule.body.replace("{authorization}", request.headers.get("authorization", ""))
+            return Response(text, status_code=status, headers=headers, media_type="text/plain")
+        body = error(f"scripted error {status}", status)
+        return JSONResponse(body, status_code=status, headers=headers)
+
+    def openai_error(message: str, status: int) -> dict[str, Any]:
+        kind = "rate_limit_error" if status == 429 else "server_error"
+        return {"error": {"message": message, "type": kind}}
+
+    def ollama_error(message: str, status: int) -> dict[str, Any]:
+        return {"error": message}
 
     async def read_chat(request: Request) -> tuple[dict[str, Any], Messages, str]:
         """The body, its messages and its model; BadRequest if they are unusable."""
@@ -172,7 +299,10 @@ def build_app(rules: Rules) -> Starlette:
         except BadRequest as exc:
             error = {"message": str(exc), "type": "invalid_request_error"}
             return JSONResponse({"error": error}, status_code=400)
-        reply = rules.reply(messages)
+        rule, reply = await scripted(messages)
+        failure = misbehaviour(request, rule, openai_error)
+        if failure is not None:
+            return failure
         usage = usage_of(messages, reply)
         number = by_path[request.url.path]
         head = {"id": f"chatcmpl-{number:06d}", "created": CREATED, "model": model}
@@ -211,7 +341,10 @@ def build_app(rules: Rules) -> Starlette:
             body, messages, model = await read_chat(request)
         except BadRequest as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
-        reply = rules.reply(messages)
+        rule, reply = await scripted(messages)
+        failure = misbehaviour(request, rule, ollama_error)
+        if failure is not None:
+            return failure
         usage = usage_of(messages, reply)
         head = {"model": model, "created_at": CREATED_AT}
         final = {
@@ -242,11 +375,32 @@ def build_app(rules: Rules) -> Starlette:
         total = sum(by_path.values())
         return JSONResponse({"requests": total, "by_path": by_path, "models": sorted(models)})
 
+    async def control(request: Request) -> Response:
+        """Replace the rules and/or zero the stats of the running server."""
+        try:
+            body = await request.json()
+            if not isinstance(body, dict):
+                raise ValueError("expected a JSON object")
+            unknown = sorted(set(body) - {"rules", "reset_stats"})
+            if unknown:
+                raise ValueError(f"unknown key(s) {unknown}; known: rules, reset_stats")
+            new_rules = Rules.from_data(body["rules"]) if "rules" in body else None
+        except (ValueError, re.error) as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        if new_rules is not None:
+            script["rules"] = new_rules
+            used.clear()
+        if body.get("reset_stats"):
+            by_path.clear()
+            models.clear()
+        return JSONResponse({"rules": len(script["rules"].rules)})
+
     routes = [
         Route("/v1/chat/completions", counted(chat_completions), methods=["POST"]),
         Route("/v1/models", counted(list_models), methods=["GET"]),
         Route("/api/chat", counted(ollama_chat), methods=["POST"]),
         Route("/stats", show_stats, methods=["GET"]),  # not counted: it only observes
+        Route("/control", control, methods=["POST"]),  # not counted: it steers the test
     ]
     app = Starlette(routes=routes)
     return app

@@ -93,3 +93,14 @@ def port_answers(url: str) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)
         return sock.connect_ex((host, int(port))) == 0
+
+
+def start_model_server(rules: Path | None) -> tuple[subprocess.Popen, str]:
+    """The scripted model server on a free port; returns the process and its base URL."""
+    command = [sys.executable, "-m", "eval_fixtures.model_server", "--port", "0"]
+    if rules is not None:
+        command += ["--rules", str(rules)]
+    proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert "listening on " in line, line
+    return proc, line.split("listening on ", 1)[1].strip()

@@ -227,6 +227,20 @@ def _agent_process(resolved, settings, model, model_dir, log, spans_file) -> Age
     )
 
 
+def judge_stage(resolved: ResolvedConfig, run_dir: Path, *, say: Say = print) -> None:
+    """Score a run's episodes with the configured judges (see bat.evaluation.judging)."""
+    from bat.evaluation.judging import judge_run
+
+    judges = resolved.config.judges
+    if not judges:
+        raise InputError(f"{resolved.file}: evaluation.qualitative is true but no judge: is set")
+    dataset = load_dataset(resolved.dataset)
+    env = {**read_dotenv(resolved.root / ".env"), **os.environ}  # the shell wins over .env
+    result = judge_run(run_dir, judges, {task.id: task for task in dataset.tasks}, env=env, say=say)
+    if result.judged and result.errors == result.judged:
+        say(f"warning: every judgement failed; the first error: {result.first_error}")
+
+
 def load_episodes(model_dir: Path):
     """Every episode of a model folder, read one at a time."""
     folder = model_dir / "episodes"

@@ -3,7 +3,8 @@
 ``eval.run`` is a chain of stages, each also a task of its own that works on an existing
 run directory (default: the latest): the run itself (agent start-up and episodes, per
 model) -> ``eval.judge`` -> ``eval.summarize`` -> ``eval.plot``. Stages after the run
-find it through ``eval.run_dir`` in the Invoke config, which ``eval.run`` sets.
+find it through ``eval.run_dir`` in the Invoke config, which ``eval.run`` sets;
+``eval.plot`` charts every run under the output folder (or ``--folder``) instead.
 """
 
 from __future__ import annotations
@@ -74,7 +75,14 @@ def run(c: Context, resume: str | None = None) -> None:
 
 @command(help={"run": "Run directory or run id (default: the latest run)."})
 def judge(c: Context, run: str | None = None) -> None:
-    """Score the episodes of a run with the LLM judge (when evaluation.qualitative is on)."""
+    """Score every episode of a run with the LLM judge(s) of eval.yaml, then re-summarize.
+
+    Needs evaluation.qualitative: true and a judge. Unchanged episodes are answered from
+    the run's judge cache (no request), so re-judging after changing the judge model
+    only asks about what changed.
+    """
+    from bat.evaluation.pipeline import judge_stage
+
     resolved = _config(c)
     run_dir = _run_dir(c, run)
     if not resolved.evaluation.qualitative:
@@ -82,7 +90,7 @@ def judge(c: Context, run: str | None = None) -> None:
             f"qualitative judging is off (evaluation.qualitative: false); {run_dir.name} kept as is"
         )
         return
-    print("qualitative judging is not available in this version of bat; skipped")
+    judge_stage(resolved, run_dir)
 
 
 @command(help={"run": "Run directory or run id (default: the latest run)."})
@@ -109,17 +117,66 @@ def verdict(c: Context, run: str | None = None) -> None:
     short={"folder": "f", "filter": "F"},
     help={
         "folder": "Folder whose sub-folders holding a metrics.json are runs (default: output_dir).",
-        "filter": "Only task ids containing this text in per-task charts.",
+        "filter": "Only task ids containing this text in per-task charts and tables.",
     },
 )
 def plot(c: Context, folder: str | None = None, filter: str | None = None) -> None:
-    """Render charts of one or more runs (not available in this version of bat)."""
-    print("charts are not available in this version of bat; skipped")
+    """Charts (PNG and SVG) and report.html of every run under a folder, written into it.
+
+    Every folder holding a metrics.json under --folder (default: the evaluation's
+    output_dir) is one run. Charts: pass rate with 95 % intervals, task × run heatmap,
+    pass^k against k, latency, tokens, judge scores (when a run has them).
+    """
+    from pathlib import Path
+
+    from bat.evaluation.charts import plot_folder
+
+    base = Path(folder) if folder else _config(c).output_dir
+    result = plot_folder(base, filter or None)
+    print(f"{len(result.runs)} run(s) in {base}")
+    for path in result.removed:
+        print(f"Removed {path} (no longer drawn)")
+    for note in result.notes:
+        print(note)
+    for path in result.written:
+        print(f"Wrote {path}")
 
 
+@command(
+    help={
+        "a": "First side: a run (id or directory), RUN:MODEL, or a model folder.",
+        "b": "Second side, the same way.",
+        "json": "Print the comparison as JSON, for scripts.",
+    },
+)
+def compare(c: Context, a: str, b: str, json: bool = False) -> None:
+    """Compare two runs or models: per-task pass-rate change, flipped tasks, McNemar's p."""
+    import json as json_module
+
+    from bat.evaluation.compare import compare as compare_sides
+    from bat.evaluation.compare import render, resolve_side
+
+    output_dir = _output_dir_or_cwd(c)
+    result = compare_sides(resolve_side(a, output_dir), resolve_side(b, output_dir))
+    print(json_module.dumps(result, indent=2) if json else render(result))
+
+
+def _output_dir_or_cwd(c: Context):
+    """The evaluation's output_dir, or the current folder when there is no eval.yaml."""
+    from pathlib import Path
+
+    from bat.errors import InputError
+
+    try:
+        return _config(c).output_dir
+    except InputError:
+        return Path(".")
+
+
+judge.post = [summarize, plot]
 run.post = [judge, summarize, plot]
 
 ns = Collection("eval")
-for _task in (init, show, run, judge, summarize, verdict, plot):
+for _task in (init, show, run, judge, summarize, verdict, plot, compare):
     ns.add_task(_task)
 ns.configure({"eval": dict(DEFAULTS)})

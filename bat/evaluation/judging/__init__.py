@@ -1,0 +1,224 @@
+"""LLM judges: four qualitative scores per episode, with the judge's reasoning.
+
+``eval.judge`` calls :func:`judge_run` on a finished run directory (when
+``evaluation.qualitative`` is on). Every episode file is read, sent to each judge
+(concurrently, ``judge.concurrency`` requests at a time per judge), and written back
+atomically with its ``scores`` filled in (format: ``scores.py``). A judgement that fails
+marks that episode's scores as errored, with the reason, and the run goes on: one flaky
+request must not cost the scores of the other episodes.
+
+Modules: ``rubrics`` (the versioned rubrics and the prompt, within a budget), ``client``
+(the HTTP protocols, retries, the API key), ``parse`` (reading a judge's reply),
+``cache`` (judgements already paid for), ``scores`` (the format written to episodes).
+No Invoke here, and ``requests`` is only imported once a request is made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bat.atomic import write_text_atomic
+from bat.errors import InputError, OperationError
+from bat.evaluation.config import JudgeSpec
+from bat.evaluation.dataset import TaskSpec
+from bat.evaluation.judging.cache import JudgeCache, cache_key
+from bat.evaluation.judging.client import JudgeClient, api_key
+from bat.evaluation.judging.parse import JudgeError, parse_judgement
+from bat.evaluation.judging.rubrics import RUBRIC_VERSION, build_prompt
+from bat.evaluation.judging.scores import NOT_JUDGED_INFRA, Outcome, combine, infra_scores
+from bat.evaluation.records import EpisodeResult
+
+__all__ = [
+    "CACHE_DIR",
+    "NOT_JUDGED_INFRA",
+    "RUBRIC_VERSION",
+    "JudgeError",
+    "JudgeSummary",
+    "judge_run",
+]
+
+CACHE_DIR = "judge-cache"  # under the run directory; no model folder can be named so
+
+
+@dataclass(frozen=True)
+class JudgeSummary:
+    """What a :func:`judge_run` did, in counts of episodes (and of HTTP requests)."""
+
+    episodes: int = 0  # episode files found
+    judged: int = 0  # sent to the judges (every episode without an infrastructure failure)
+    cached: int = 0  # of those, judged by every judge without an HTTP call
+    errors: int = 0  # of those, every judge failed: scores.error is set
+    skipped: int = 0  # infrastructure failures: not sent, scores.error says so
+    judge_failures: int = 0  # (episode, judge) judgements that failed, errors included
+    unreadable: int = 0  # episode files that could not be read (left untouched)
+    requests_made: int = 0  # HTTP requests sent, retries included
+    first_error: str | None = None
+
+    def line(self, judges: str) -> str:
+        """The one-line result, e.g. ``judged 200 episodes with openai:x (0 from cache, ...)``."""
+        parts = [f"{self.cached} from cache", f"{self.errors} errors"]
+        if self.judge_failures > self.errors:
+            parts.append(f"{self.judge_failures} failed judgements")
+        if self.skipped:
+            parts.append(f"{self.skipped} not judged: infrastructure failure")
+        if self.unreadable:
+            parts.append(f"{self.unreadable} unreadable episode files")
+        parts.append(f"{self.requests_made} requests")
+        text = f"judged {self.judged} episodes with {judges} ({', '.join(parts)})"
+        return f"{text}; first error: {self.first_error}" if self.first_error else text
+
+
+def judge_run(
+    run_dir: Path,
+    judges: list[JudgeSpec],
+    tasks: dict[str, TaskSpec],
+    *,
+    env: Mapping[str, str],
+    say: Callable[[str], None] = print,
+    sleep: Callable[[float], Any] = time.sleep,
+) -> JudgeSummary:
+    """Score every episode under ``<run_dir>/*/episodes/`` with ``judges``; rewrite the files.
+
+    ``tasks`` (by id) give each episode's expected outcome and user turns; ``env`` holds
+    the variables API keys are read from (the caller merges the shell over the agent's
+    ``.env``); ``sleep`` waits between retries. Judgements are cached under
+    ``<run_dir>/judge-cache/``. A missing API key variable is an InputError raised before
+    any request; a failed judgement is never raised, it is written into the episode. An
+    episode file that cannot be written back is an OperationError.
+    """
+    run_dir = Path(run_dir)
+    if not judges:
+        raise InputError("no judge to score with: set judge: in eval.yaml")
+    keys = [api_key(spec, env) for spec in judges]  # every key checked before any request
+    labels = _unique_labels(judges)
+    names = ", ".join(labels)
+
+    loaded: list[tuple[Path, EpisodeResult]] = []
+    unreadable = 0
+    for path in sorted(run_dir.glob("*/episodes/*.json")):
+        try:
+            loaded.append((path, EpisodeResult.model_validate_json(path.read_bytes())))
+        except (OSError, ValueError):
+            unreadable += 1
+    if not loaded:
+        say(f"no episodes to judge in {run_dir}")
+        return JudgeSummary(unreadable=unreadable)
+
+    cache = JudgeCache(run_dir / CACHE_DIR)
+    clients = [JudgeClient(spec, key, sleep=sleep) for spec, key in zip(judges, keys, strict=True)]
+    pools = [
+        ThreadPoolExecutor(max_workers=spec.concurrency, thread_name_prefix=f"bat-judge-{n}")
+        for n, spec in enumerate(judges)
+    ]
+    counts = {"judged": 0, "cached": 0, "errors": 0, "skipped": 0, "judge_failures": 0}
+    errored: dict[int, str] = {}  # episode index -> its error, to name the first one
+    outcomes: dict[int, dict[str, Outcome]] = {}
+    pending: dict[Future[Outcome], tuple[int, str]] = {}
+    try:
+        for index, (path, episode) in enumerate(loaded):
+            if episode.infra_error is not None:
+                counts["skipped"] += 1
+                _save(path, episode, infra_scores())
+                continue
+            outcomes[index] = {}
+            task = tasks.get(episode.task_id)
+            for label, client, pool in zip(labels, clients, pools, strict=True):
+                future = pool.submit(_judge_one, client, cache, episode, task)
+                pending[future] = (index, label)
+        for future in as_completed(pending):
+            index, label = pending[future]
+            outcomes[index][label] = future.result()
+            if len(outcomes[index]) < len(labels):
+                continue
+            ordered = {name: outcomes[index][name] for name in labels}
+            scores = combine(RUBRIC_VERSION, ordered)
+            path, episode = loaded[index]
+            _save(path, episode, scores)
+            counts["judged"] += 1
+            counts["cached"] += all(o.cached for o in ordered.values())
+            counts["judge_failures"] += len(scores["judge_errors"])
+            if scores["error"]:
+                counts["errors"] += 1
+                errored[index] = f"{episode.task_id} try {episode.attempt}: {scores['error']}"
+    except BaseException:
+        # Ctrl-C: what was written and cached stays; queued judgements are dropped and
+        # requests in flight are not waited for.
+        for pool in pools:
+            pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    for pool in pools:
+        pool.shutdown(wait=True)
+    for client in clients:
+        client.close()
+    summary = JudgeSummary(
+        episodes=len(loaded) + unreadable,
+        unreadable=unreadable,
+        requests_made=sum(client.requests_made for client in clients),
+        first_error=errored[min(errored)] if errored else None,
+        **counts,
+    )
+    say(summary.line(names))
+    return summary
+
+
+def _judge_one(
+    client: JudgeClient, cache: JudgeCache, episode: EpisodeResult, task: TaskSpec | None
+) -> Outcome:
+    """One judge's verdict on one episode, from the cache or over HTTP; never raises."""
+    spec = client.spec
+    try:
+        prompt = build_prompt(episode, task, spec.prompts, spec.budget_chars)
+        key = cache_key(spec.label, client.base_url, RUBRIC_VERSION, prompt.sha256)
+        reply = cache.get(key)
+        if reply is not None:
+            try:
+                return Outcome(parse_judgement(reply), cached=True)
+            except JudgeError:
+                pass  # a reply the parser no longer accepts: ask again
+        reply = client.chat(prompt.system, prompt.user)
+        judgement = parse_judgement(reply)
+        # The cache only saves money: a full disk must not lose the scores.
+        with contextlib.suppress(OSError):
+            cache.put(
+                key,
+                reply,
+                judge=spec.label,
+                base_url=client.scrub(client.base_url),
+                rubric_version=RUBRIC_VERSION,
+                prompt_sha256=prompt.sha256,
+                task_id=episode.task_id,
+            )
+        return Outcome(judgement)
+    except JudgeError as exc:
+        return Outcome(None, client.scrub(str(exc)))
+    except Exception as exc:  # a bug must cost one judgement, not the run
+        return Outcome(None, client.scrub(f"internal error: {type(exc).__name__}: {exc}"))
+
+
+def _save(path: Path, episode: EpisodeResult, scores: dict[str, Any]) -> None:
+    """Write the episode back with ``scores``, unless they are already there."""
+    if episode.scores == scores:
+        return  # an unchanged re-judge rewrites nothing
+    episode.scores = scores
+    try:
+        write_text_atomic(path, episode.to_json())
+    except OSError as exc:
+        raise OperationError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _unique_labels(judges: list[JudgeSpec]) -> list[str]:
+    """``provider:model`` per judge; a repeated one gets ``#2``, ``#3``...."""
+    labels: list[str] = []
+    for spec in judges:
+        label, n = spec.label, 1
+        while label in labels:
+            n += 1
+            label = f"{spec.label}#{n}"
+        labels.append(label)
+    return labels

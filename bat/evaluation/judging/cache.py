@@ -1,0 +1,58 @@
+"""The judge cache: re-judging an unchanged run costs no HTTP call.
+
+A judgement is reused only when everything that decided it is unchanged: the judge
+(``provider:model``), the server (``base_url``), the rubric version and the exact prompt
+(system and user messages, hashed). One small JSON file per judgement, named by the hash
+of that key and written atomically, so a run interrupted while judging keeps every
+judgement already paid for, and concurrent workers never see half a file.
+
+The file keeps the judge's raw reply, not the parsed scores: a hit is parsed again, so
+a parser fix applies to cached replies too. Only replies that parsed are stored, so a
+failed judgement is tried again next time. No API key is ever part of a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from bat.atomic import write_text_atomic
+
+CACHE_SCHEMA = "bat.judge-cache/1"
+
+
+def cache_key(label: str, base_url: str, rubric_version: str, prompt_sha256: str) -> str:
+    """The hex digest naming one judgement's file."""
+    material = json.dumps([label, base_url, rubric_version, prompt_sha256])
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+class JudgeCache:
+    """Cached replies under ``folder`` (created at the first write)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self._made = False
+
+    def path(self, key: str) -> Path:
+        return self.folder / f"{key}.json"
+
+    def get(self, key: str) -> str | None:
+        """The judge's cached reply, or None (absent or unreadable: judge again)."""
+        try:
+            data = json.loads(self.path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("key") != key:
+            return None
+        reply = data.get("reply")
+        return reply if isinstance(reply, str) else None
+
+    def put(self, key: str, reply: str, **meta: str) -> None:
+        """Store a reply; ``meta`` (judge, base_url, rubric_version, ...) is for humans."""
+        if not self._made:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._made = True
+        record = {"schema": CACHE_SCHEMA, "key": key, **meta, "reply": reply}
+        write_text_atomic(self.path(key), json.dumps(record, ensure_ascii=False, indent=1) + "\n")

@@ -1,0 +1,261 @@
+"""Talking to a judge over HTTP: two wire protocols, retries, and the API key kept secret.
+
+Why plain ``requests`` and not a provider SDK: the two protocols are one POST each, and
+every server people run judges on (OpenAI, vLLM, llama.cpp, LM Studio, Ollama) speaks
+one of them. ``requests`` is imported inside the functions that use it, so importing
+the package costs nothing until a judgement is made.
+
+* OpenAI-compatible chat completions, ``{base_url}/chat/completions``, for every provider
+  except a native Ollama (``provider: ollama`` with a ``base_url`` not ending in ``/v1``),
+  which gets ``{base_url}/api/chat``.
+* Temperature 0, and structured output (a JSON schema) where the protocol has it. A
+  server that refuses the schema with a 400 is asked again without it, once, and never
+  with it again: the parser does not depend on it.
+* Retries on 429, 5xx, connection errors and timeouts, up to ``max_retries`` times:
+  ``Retry-After`` (seconds or an HTTP date) when the server gives one, else exponential
+  backoff with jitter (so concurrent workers do not retry in lockstep). The sleep is
+  injectable, so tests of the retry schedule take no time.
+* The API key is sent in the ``Authorization`` header and nowhere else; every error
+  message built here is scrubbed of it, exception texts included.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any
+
+from bat.errors import InputError
+from bat.evaluation.judging.parse import JudgeError, excerpt
+from bat.evaluation.judging.rubrics import JUDGEMENT_SCHEMA
+
+if TYPE_CHECKING:
+    from bat.evaluation.config import JudgeSpec
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+OLLAMA_BASE_URL = "http://127.0.0.1:11434"
+BACKOFF_BASE_S = 0.5
+BACKOFF_MAX_S = 30.0
+RETRY_AFTER_MAX_S = 300.0  # a server asking for longer gets this; the run must end someday
+REDACTED = "[redacted]"
+
+
+def api_key(spec: JudgeSpec, env: Mapping[str, str]) -> str | None:
+    """The judge's API key from ``env`` (shell over ``.env``, merged by the caller).
+
+    None when the judge needs none (no ``api_key_env``). A variable that is named but
+    missing or empty is an InputError naming the variable, never a value.
+    """
+    name = spec.api_key_env
+    if not name:
+        return None
+    value = env.get(name)
+    if value is None:
+        raise InputError(
+            f"judge {spec.label}: the API key variable {name} (judge.api_key_env) is not set "
+            "in the shell or in the agent's .env"
+        )
+    if not value.strip():
+        raise InputError(f"judge {spec.label}: the API key variable {name} is empty")
+    return value.strip()
+
+
+def endpoint(spec: JudgeSpec) -> tuple[str, str, str]:
+    """``(protocol, base_url, url)``: protocol ``ollama`` (native) or ``openai``."""
+    native = spec.provider.strip().lower() == "ollama"
+    default = OLLAMA_BASE_URL if native else OPENAI_BASE_URL
+    base = (spec.base_url or default).rstrip("/")
+    if native and not base.endswith("/v1"):
+        return "ollama", base, f"{base}/api/chat"
+    return "openai", base, f"{base}/chat/completions"
+
+
+def scrub(text: str, secrets: tuple[str, ...] | list[str]) -> str:
+    """``text`` with every secret replaced by ``[redacted]``."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def retry_after_s(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds or an HTTP date), or None."""
+    if not value or not value.strip():
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value.strip())
+        except (TypeError, ValueError, IndexError):
+            return None
+        seconds = when.timestamp() - time.time()
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), RETRY_AFTER_MAX_S)
+
+
+def backoff_s(attempt: int, rand: Callable[[], float] = random.random) -> float:
+    """Exponential backoff with jitter: half the step fixed, half random."""
+    step = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2**attempt)
+    return step / 2 + step / 2 * rand()
+
+
+def request_body(
+    protocol: str, model: str, system: str, user: str, *, structured: bool
+) -> dict[str, Any]:
+    """The JSON body of one judgement request in ``protocol``."""
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    if protocol == "ollama":
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "stream": False,
+            "options": {"temperature": 0},
+        }
+        if structured:
+            body["format"] = JUDGEMENT_SCHEMA
+        return body
+    body = {"model": model, "messages": messages, "temperature": 0, "stream": False}
+    if structured:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "bat_judgement", "strict": True, "schema": JUDGEMENT_SCHEMA},
+        }
+    return body
+
+
+class JudgeClient:
+    """One judge's HTTP client, shared by the worker threads that judge episodes."""
+
+    def __init__(
+        self,
+        spec: JudgeSpec,
+        key: str | None,
+        *,
+        sleep: Callable[[float], Any] = time.sleep,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.spec = spec
+        self.protocol, self.base_url, self.url = endpoint(spec)
+        self._key = key
+        self._sleep = sleep
+        self._rand = rand
+        self._structured = True  # until the server refuses the schema
+        self._lock = threading.Lock()
+        self._requests = 0
+        self._local = threading.local()  # a requests.Session per thread
+        self._sessions: list[Any] = []
+
+    @property
+    def requests_made(self) -> int:
+        """HTTP requests sent so far, retries included."""
+        return self._requests
+
+    def scrub(self, text: str) -> str:
+        return scrub(text, [self._key] if self._key else [])
+
+    def chat(self, system: str, user: str) -> str:
+        """The judge's reply text; a JudgeError (scrubbed) when it cannot be had."""
+        try:
+            return self._chat(system, user)
+        except JudgeError as exc:
+            raise JudgeError(self.scrub(str(exc))) from None
+
+    def close(self) -> None:
+        for session in self._sessions:
+            session.close()
+        self._sessions.clear()
+
+    def _session(self) -> Any:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            import requests
+            from requests.adapters import HTTPAdapter
+
+            session = requests.Session()
+            adapter = HTTPAdapter(pool_connections=1, pool_maxsize=1, max_retries=0)
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+            self._local.session = session
+            with self._lock:
+                self._sessions.append(session)
+        return session
+
+    def _chat(self, system: str, user: str) -> str:
+        import requests
+
+        session = self._session()
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        timeout = self.spec.timeout_s
+        attempt = 0
+        while True:
+            structured = self._structured
+            body = request_body(self.protocol, self.spec.model, system, user, structured=structured)
+            with self._lock:
+                self._requests += 1
+            wait: float | None = None
+            try:
+                response = session.post(self.url, json=body, headers=headers, timeout=timeout)
+            except requests.Timeout:
+                failure = f"no answer within {timeout:g} s"
+            except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
+                failure = f"connection failed: {_short(self.scrub(str(exc)))}"
+            except requests.RequestException as exc:
+                raise JudgeError(f"request failed: {_short(self.scrub(str(exc)))}") from None
+            else:
+                code = response.status_code
+                if code == 200:
+                    return self._content(response)
+                if code == 400 and structured:
+                    self._structured = False  # the server may not know the schema option
+                    continue
+                detail = _short(self.scrub(response.text), 200)
+                if code != 429 and code < 500:
+                    raise JudgeError(f"HTTP {code} from {self.url}: {detail}")
+                failure = f"HTTP {code}: {detail}" if detail else f"HTTP {code}"
+                wait = retry_after_s(response.headers.get("Retry-After"))
+            if attempt >= self.spec.max_retries:
+                tries = "1 attempt" if attempt == 0 else f"{attempt + 1} attempts"
+                raise JudgeError(f"{failure} (gave up after {tries})")
+            self._sleep(wait if wait is not None else backoff_s(attempt, self._rand))
+            attempt += 1
+
+    def _content(self, response: Any) -> str:
+        """The assistant's text out of a 200 response of either protocol."""
+        try:
+            data = response.json()
+        except ValueError:
+            raise JudgeError(
+                f"the judge server's answer is not JSON: {excerpt(self.scrub(response.text))}"
+            ) from None
+        try:
+            if self.protocol == "ollama":
+                content = data["message"]["content"]
+            else:
+                message = data["choices"][0]["message"]
+                content = message.get("content")
+                if content is None and message.get("refusal"):
+                    raise JudgeError(f"the judge refused: {_short(str(message['refusal']))}")
+        except (KeyError, IndexError, TypeError):
+            error = data.get("error") if isinstance(data, dict) else None
+            if error:
+                raise JudgeError(
+                    f"the judge server answered an error: {_short(str(error))}"
+                ) from None
+            raise JudgeError(
+                f"unexpected answer from the judge server: {excerpt(str(data))}"
+            ) from None
+        if not isinstance(content, str):
+            raise JudgeError("the judge's answer holds no text")
+        return content
+
+
+def _short(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
