@@ -15,7 +15,7 @@ def test_readme_has_exactly_two_setup_commands():
     commands = setup_commands()
     assert len(commands) == 2
     assert all("\n" not in command for command in commands)
-    assert "bat eval.run" in commands[0] and "pytest" in commands[1]
+    assert "run_demo.py" in commands[0] and "pytest" in commands[1]
 
 
 def test_ci_runs_the_readme_test_command_verbatim():
