@@ -28,6 +28,7 @@ def lint(session):
 @nox.session
 def tests(session):
     session.install("-e", ".[dev]")
+    session.run("bash", ".ci/services.sh", external=True)  # Docker, registries, sshd
     session.run("python", "-m", "pytest", *session.posargs)
 
 

@@ -11,14 +11,19 @@ def write_model(folder, model, rates):
     folder.mkdir(parents=True)
     tasks = [{"task_id": t, "attempts": 4, "passed": round(r * 4)} for t, r in rates.items()]
     passed = sum(t["passed"] for t in tasks)
-    summary = {"model": model, "run_id": folder.parent.name, "tasks": tasks,
-               "totals": {"success_percentage": round(100 * passed / (4 * len(tasks)), 2)}}
+    summary = {
+        "model": model,
+        "run_id": folder.parent.name,
+        "tasks": tasks,
+        "totals": {"success_percentage": round(100 * passed / (4 * len(tasks)), 2)},
+    }
     (folder / "summary.json").write_text(json.dumps(summary))
     return folder
 
 
-@pytest.mark.parametrize(("b", "c", "p"), [(0, 0, 1.0), (3, 0, 0.25), (5, 0, 0.0625), (2, 2, 1.0),
-                                           (6, 1, 0.125)])
+@pytest.mark.parametrize(
+    ("b", "c", "p"), [(0, 0, 1.0), (3, 0, 0.25), (5, 0, 0.0625), (2, 2, 1.0), (6, 1, 0.125)]
+)
 def test_mcnemar_exact(b, c, p):
     assert mcnemar_exact(b, c) == p
 

@@ -15,7 +15,7 @@ They import nothing heavy at module level, so listing commands stays fast.
 
 from invoke import Collection
 
-from bat.tasks import add, init, version
+from bat.tasks import add, images, init, version
 from bat.tasks import eval as eval_
 from bat.tasks import set as set_
 
@@ -25,5 +25,8 @@ ns.add_collection(add.ns)
 ns.add_collection(set_.ns)
 ns.add_collection(eval_.ns)
 ns.add_task(version.version)
+ns.add_task(images.build)
+ns.add_task(images.push)
+ns.configure(images.ns.configuration())
 
-__all__ = ["add", "eval_", "init", "ns", "set_", "version"]
+__all__ = ["add", "eval_", "images", "init", "ns", "set_", "version"]

@@ -1,0 +1,64 @@
+"""A release gate: evaluate the agent, refuse to ship below a pass rate, then build and push.
+
+An example of composing bat's collections in a project's own ``tasks.py``. Copy it to
+an agent's folder (one with ``eval/eval.yaml``, a ``Dockerfile`` and a registry in its
+``.env``) and run ``invoke release`` there. The chain, all plain Invoke:
+
+1. ``eval.run`` (a ``pre`` task; it chains ``eval.judge``, ``eval.summarize``, ``eval.plot``)
+   evaluates the agent and records its run directory in the configuration
+   (``eval.run_dir``);
+2. ``release`` reads that run's ``summary.json`` of every model and stops the chain with
+   exit status 1 if a model's pass rate is below the threshold;
+3. ``images.push`` (a ``post`` task, which builds first through its own ``pre`` task)
+   builds and pushes the image; it runs only if the gate passed.
+
+bat's collections keep their defaults (``Collection.configure`` below copies them to the
+root collection, because Invoke hands ``pre``/``post`` tasks the root's configuration),
+and this project configures them and itself the same way.
+"""
+
+import json
+from pathlib import Path
+
+from invoke import Collection, Exit, task
+
+from bat.tasks import eval as eval_tasks
+from bat.tasks import images
+
+
+@task(
+    pre=[eval_tasks.run],
+    post=[images.push],
+    help={"threshold": "Lowest pass rate (0-1) a model may have for the release to go on."},
+)
+def release(c, threshold=None):
+    """Evaluate the agent, gate on its pass rate, then build and push its image."""
+    limit = float(threshold if threshold is not None else c.config.release.threshold)
+    run_dir = Path(c.config.eval.run_dir)
+    run = json.loads((run_dir / "run.json").read_text())
+    worst = None
+    for model in run["models"]:
+        totals = json.loads((run_dir / model["dir"] / "summary.json").read_text())["totals"]
+        rate = totals["passed"] / totals["attempts"] if totals["attempts"] else 0.0
+        print(f"release gate: {model['label']}: {totals['passed']}/{totals['attempts']} passed")
+        worst = rate if worst is None else min(worst, rate)
+    if worst is None or worst < limit:
+        shown = "no episodes" if worst is None else f"a pass rate of {worst:.0%}"
+        raise Exit(
+            f"release gate: {shown} is below {limit:.0%} ({run_dir.name}); not building",
+            code=1,
+        )
+    print(f"release gate: pass rate {worst:.0%} >= {limit:.0%}: building and pushing")
+
+
+ns = Collection(release, eval_tasks.ns, images.ns)
+ns.configure(eval_tasks.ns.configuration())
+ns.configure(images.ns.configuration())
+ns.configure(
+    {
+        "release": {"threshold": 0.9},
+        # The image is built from this folder; its registry and repository come from
+        # the .env (BAT_DOCKER_REGISTRY, BAT_DOCKER_REPO) unless set here or in the shell.
+        "images": {"context": "."},
+    }
+)
