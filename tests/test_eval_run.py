@@ -321,3 +321,24 @@ def test_task_ids_with_slashes_stay_inside_the_run(tmp_path, bat, home):
     assert len(written) == 3
     assert all(p.parent == run_dir / "agent-default" / "episodes" for p in written)
     assert {json.loads(p.read_text())["task_id"] for p in written} == {t["id"] for t in tasks}
+
+
+def test_compare_two_runs_in_the_terminal_and_as_json(tmp_path, bat, home):
+    tasks = [
+        {"id": "stable", "turns": ["a"], "expected": {"output_must_contain": ["echo: a"]}},
+        {"id": "flips", "turns": ["b"], "expected": {"output_must_contain": ["echo: b"]}},
+    ]
+    project = make_project(tmp_path, tasks, k=2)
+    assert bat("eval.run", cwd=project).code == 0
+    tasks[1]["expected"]["output_must_contain"] = ["nope"]
+    (project / "eval/input/tasks.json").write_text(json.dumps(tasks))
+    assert bat("eval.run", cwd=project).code == 0
+    first, second = run_dirs(project)
+    text = bat("eval.compare", first.name, second.name, cwd=project)
+    assert text.code == 0, text.err
+    assert "flips" in text.out and "regressed" in text.out and "McNemar" in text.out
+    data = json.loads(bat("eval.compare", first.name, second.name, "--json", cwd=project).out)
+    assert data["regressed"] == ["flips"] and data["improved"] == []
+    assert {r["task_id"]: r["change"] for r in data["tasks"]} == {"stable": 0.0, "flips": -1.0}
+    bad = bat("eval.compare", first.name, "missing-run", cwd=project)
+    assert bad.code == 2 and "no run 'missing-run'" in bad.err

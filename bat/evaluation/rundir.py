@@ -52,12 +52,12 @@ def new_run_dir(output_dir: Path, run_name: str | None) -> Path:
 def find_run(output_dir: Path, run: str | None) -> Path:
     """``run`` (a path or a run id under ``output_dir``), or the latest run."""
     if run:
-        for candidate in (Path(run), output_dir / run):
+        candidates = list(dict.fromkeys([Path(run), output_dir / run]))
+        for candidate in candidates:
             if (candidate / RUN_FILE).is_file():
                 return candidate
-        raise InputError(
-            f"no run {run!r} (looked for {run}/{RUN_FILE} and {output_dir / run}/{RUN_FILE})"
-        )
+        looked = " and ".join(str(candidate / RUN_FILE) for candidate in candidates)
+        raise InputError(f"no run {run!r} (looked for {looked})")
     runs = sorted(p for p in output_dir.glob(f"*/{RUN_FILE}")) if output_dir.is_dir() else []
     if not runs:
         raise InputError(f"no runs in {output_dir} yet (bat eval.run makes one)")
