@@ -38,13 +38,12 @@ def _split_model(value: Any) -> Any:
     return value
 
 
-class ModelSpec(_Strict):
-    """One model to evaluate the agent with: the agent is started with it in its env."""
+class _ProviderModel(_Strict):
+    """A model at a provider, written as a mapping or as ``"provider:model"``."""
 
     provider: str = Field(min_length=1)
     model: str = Field(min_length=1)
     base_url: str | None = None
-    env: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -54,6 +53,12 @@ class ModelSpec(_Strict):
     @property
     def label(self) -> str:
         return f"{self.provider}:{self.model}"
+
+
+class ModelSpec(_ProviderModel):
+    """One model to evaluate the agent with: the agent is started with it in its env."""
+
+    env: dict[str, str] = Field(default_factory=dict)
 
     @property
     def dir_name(self) -> str:
@@ -79,7 +84,7 @@ class JudgePrompts(_Strict):
     tool_call_appropriateness: str | None = Field(default=None, max_length=MAX_PROMPT_CHARS)
 
 
-class JudgeSpec(_Strict):
+class JudgeSpec(_ProviderModel):
     """One LLM judge of ``qualitative`` scoring (used by ``eval.judge``).
 
     ``provider: ollama`` speaks Ollama's native ``/api/chat``; any other provider speaks
@@ -88,23 +93,12 @@ class JudgeSpec(_Strict):
     """
 
     provider: str = Field(default="openai", min_length=1)
-    model: str = Field(min_length=1)
-    base_url: str | None = None
     api_key_env: str | None = None
     prompts: JudgePrompts = Field(default_factory=JudgePrompts)
     concurrency: int = Field(default=16, ge=1, le=256)
     timeout_s: float = Field(default=60, gt=0)
     max_retries: int = Field(default=4, ge=0, le=20)
     budget_chars: int = Field(default=12000, ge=500, le=1_000_000)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_string(cls, value: Any) -> Any:
-        return _split_model(value)
-
-    @property
-    def label(self) -> str:
-        return f"{self.provider}:{self.model}"
 
 
 class AgentSpec(_Strict):
