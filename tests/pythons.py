@@ -70,8 +70,10 @@ def find_python() -> str:
 
 
 def uv_binary() -> str:
-    """The uv of the test environment (installed with bat's dev extras), else the one on PATH."""
-    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    """The uv bat itself would use (bat.uv_binary: the uv package, beside Python, PATH)."""
+    from bat.uv_binary import find_uv
+
+    uv = find_uv()
     if uv is None:
-        pytest.fail("uv not found: install bat's dev extras (pip install -e '.[dev]')")
+        pytest.fail("uv not found: it is a dependency of bat-cli (pip install -e '.[dev]')")
     return uv

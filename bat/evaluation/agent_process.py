@@ -29,6 +29,7 @@ from typing import Any
 
 from bat.atomic import write_text_atomic
 from bat.errors import InputError, OperationError
+from bat.uv_binary import find_uv
 
 CARD_PATH = "/.well-known/agent-card.json"
 PRIVACY_LEVELS = ["none", "content", "names", "full"]
@@ -203,6 +204,8 @@ class AgentProcess:
         # `{python}` is the interpreter running bat: fixture agents and agents installed
         # next to bat start without knowing where that environment lives.
         argv = [sys.executable if word == "{python}" else word for word in argv]
+        if argv[0] == "uv":  # the uv installed with bat, even when it is not on PATH
+            argv[0] = find_uv() or "uv"
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
             try:

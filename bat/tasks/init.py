@@ -48,7 +48,10 @@ def agent(
     print(f"Created agent '{request.name.raw}' in {created.target}/ ({len(created.files)} files):")
     for relative in created.files:
         print(f"  {relative}")
-    print(f"Next: cd {created.target} && uv run .   (serves A2A on port {request.port})")
+    from bat.uv_binary import uv_for_humans
+
+    uv = uv_for_humans()
+    print(f"Next: cd {created.target} && {uv} run .   (serves A2A on port {request.port})")
 
 
 ns = Collection("init")
