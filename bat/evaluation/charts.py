@@ -18,7 +18,8 @@ process, one converter for every chart) and rasterized from that SVG to PNG:
 
 Files from before and after the richer metrics (``pass_rate_ci95``, ``pass_hat``,
 ``latency_s``, ``judge``, per-episode ``scores``) are read alike: what a file lacks is
-computed from its ``per_episode`` rows. altair and vl_convert are imported inside the
+computed from its ``per_episode`` rows. Run folders of bat-cli 2026.10 are read too
+(:mod:`bat.evaluation.batcli` converts them). altair and vl_convert are imported inside the
 functions that need them, so ``bat --help`` never loads them.
 """
 
@@ -293,6 +294,12 @@ def find_runs(folder: Path) -> list[Run]:
 
 
 def _load_run(path: Path) -> Run:
+    from bat.evaluation import batcli
+
+    folder = path.parent
+    if batcli.is_model_folder(folder):  # written by bat-cli 2026.10: converted to our shapes
+        found = batcli.load(folder)
+        return Run(folder, found.model, found.run_id, found.metrics, found.summary)
     metrics = read_json_object(path)
     if not isinstance(metrics.get("summary"), dict):
         raise InputError(f"{path} is malformed: 'summary' is not an object")
@@ -302,7 +309,6 @@ def _load_run(path: Path) -> Run:
     for number, row in enumerate(rows, 1):
         if not isinstance(row, dict) or not isinstance(row.get("task_id"), str | int):
             raise InputError(f"{path} is malformed: per_episode row {number} has no task_id")
-    folder = path.parent
     summary_path = folder / SUMMARY_FILE
     summary = read_json_object(summary_path) if summary_path.is_file() else None
     model = metrics.get("model")

@@ -2,10 +2,12 @@
 
 Each side is a folder holding ``summary.json`` — a model folder of a run — named by
 its path, by a run (directory or id) with a single model, or ``RUN:MODEL`` to pick one
-model of a run. Per task: the pass rate on each side and the change; a task *flipped*
-when its majority outcome (pass rate ≥ 0.5) changed. Significance is McNemar's exact
-test on those paired task outcomes: of the tasks that flipped, are there more in one
-direction than chance would give? (two-sided binomial test, p = 1 when nothing flipped).
+model of a run. A run folder without ``run.json`` (bat-cli 2026.10's) is one whose
+sub-folders hold ``summary.json``; bat-cli's files are read by :mod:`bat.evaluation.batcli`.
+Per task: the pass rate on each side and the change; a task *flipped* when its majority
+outcome (pass rate ≥ 0.5) changed. Significance is McNemar's exact test on those paired
+task outcomes: of the tasks that flipped, are there more in one direction than chance
+would give? (two-sided binomial test, p = 1 when nothing flipped).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.errors import InputError
-from bat.evaluation import rundir
+from bat.evaluation import batcli, rundir
 
 
 def resolve_side(reference: str, output_dir: Path) -> Path:
@@ -25,8 +27,14 @@ def resolve_side(reference: str, output_dir: Path) -> Path:
     direct = Path(reference)
     if (direct / "summary.json").is_file():
         return direct
-    run_dir = rundir.find_run(output_dir, run_ref)
-    dirs = [d for d in rundir.model_dirs(run_dir) if (d / "summary.json").is_file()]
+    try:
+        run_dir = rundir.find_run(output_dir, run_ref)
+        dirs = [d for d in rundir.model_dirs(run_dir) if (d / "summary.json").is_file()]
+    except InputError:
+        run_dir = _run_without_run_file(run_ref, output_dir)
+        if run_dir is None:
+            raise
+        dirs = sorted(d for d in run_dir.iterdir() if (d / "summary.json").is_file())
     if model:
         chosen = [d for d in dirs if d.name == model]
         if not chosen:
@@ -41,6 +49,19 @@ def resolve_side(reference: str, output_dir: Path) -> Path:
             f"run {run_dir.name} has several models ({names}): name one as {run_ref}:MODEL"
         )
     return dirs[0]
+
+
+def _run_without_run_file(run_ref: str, output_dir: Path) -> Path | None:
+    """A run folder with no run.json (as bat-cli 2026.10 writes them) whose sub-folders
+    hold summary.json, named by its path or its name under ``output_dir``; else None."""
+    for folder in dict.fromkeys([Path(run_ref), output_dir / run_ref] if run_ref else []):
+        if (
+            folder.is_dir()
+            and not (folder / rundir.RUN_FILE).is_file()
+            and any((d / "summary.json").is_file() for d in folder.iterdir())
+        ):
+            return folder
+    return None
 
 
 def compare(a: Path, b: Path) -> dict[str, Any]:
@@ -122,6 +143,8 @@ def render(result: dict[str, Any]) -> str:
 
 
 def _summary(folder: Path) -> dict[str, Any]:
+    if batcli.is_model_folder(folder):  # bat-cli 2026.10's files, summarized by bat
+        return batcli.load(folder).summary
     try:
         return json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from bat.atomic import write_text_atomic
+from bat.evaluation import batcli
 from bat.evaluation.charts import ChartSet, Run, matches, task_order
 
 REPORT_FILE = "report.html"
@@ -148,6 +149,7 @@ def load_episodes(run: Run, folder: Path) -> dict[tuple[str, int | None], Episod
             continue  # an unreadable episode file only loses its details on the page
         if not isinstance(data, dict) or not isinstance(data.get("task_id"), str | int):
             continue
+        data = batcli.episode(data)  # a bat-cli 2026.10 episode in our shape
         task_id = str(data["task_id"])
         attempt = data.get("attempt") if isinstance(data.get("attempt"), int) else None
         view = views.get((task_id, attempt))

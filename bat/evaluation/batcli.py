@@ -1,0 +1,181 @@
+"""Run folders written by BubbleRAN's bat-cli 2026.10, read as if bat had written them.
+
+Why: users who move to bat from bat-cli 2026.10 already have evaluation runs in its
+format. ``bat eval.plot`` and ``bat eval.compare`` read those runs next to bat's own, so
+nothing has to be run again. This module is the only place that knows bat-cli's format.
+It turns a bat-cli model folder into the shapes the readers already take: metrics rows
+like ours, and a summary and metrics file as :func:`bat.evaluation.metrics.summarize`
+computes them. Every figure (pass rate, pass@k, pass^k, latency, tokens) then comes from
+the same code as for a bat run.
+
+A bat-cli run folder, as bat-cli writes it::
+
+    <run-id>/                              no run.json
+      <run name>_<provider>-<model>/       e.g. benchmark_openai-echo-model
+        summary.json     k, model_name (without the provider), ``attempts``: counts per task
+        metrics.json     ``per_episode`` rows: task_id, status, success, time.wall_ms,
+                         tokens.{prompt,completion,total}_tokens; ``summary``: its totals
+        episodes/<task>__try<i>.json
+                         model_name (provider:model), final_status, final_output,
+                         verdict {passed, reason}, aux.attempt_index (counted from 0)
+
+A model folder is bat-cli's when its summary.json has an ``attempts`` list where ours has
+``tasks``. The metrics rows have no attempt number. A task's rows are its attempts in
+order (bat-cli writes them that way, and the ``aux.attempt_index`` of its episode files
+agrees), so they are numbered from 1, as ours are. What bat-cli does not record gets a
+neutral value: no infrastructure failures (``infra_error`` None), no time to the first
+event, 0 model and tool calls. The label is the episodes' ``model_name``, else the
+``model_name`` of summary.json, and the run id is the run folder's name.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from math import inf
+from pathlib import Path
+from typing import Any
+
+from bat.errors import InputError
+from bat.evaluation.charts import METRICS_FILE, SUMMARY_FILE, read_json_object
+from bat.evaluation.metrics import EpisodeRow, summarize
+
+
+@dataclass
+class BatcliRun:
+    """One bat-cli model folder, converted: ``summary`` and ``metrics`` are in bat's shapes."""
+
+    model: str
+    run_id: str
+    summary: dict[str, Any]
+    metrics: dict[str, Any]
+
+
+def is_model_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds bat-cli 2026.10 files (summary.json lists ``attempts``)."""
+    try:
+        data = json.loads((Path(folder) / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # not bat-cli's; bat's own reader names any problem with the file
+    return isinstance(data, dict) and isinstance(data.get("attempts"), list) and "tasks" not in data
+
+
+def load(folder: Path) -> BatcliRun:
+    """The model folder's episodes, summarized by bat; a malformed file is an InputError."""
+    folder = Path(folder)
+    given = read_json_object(folder / SUMMARY_FILE)
+    path = folder / METRICS_FILE
+    raw = read_json_object(path)
+    rows = _rows(raw, path)
+    totals = raw.get("summary") if isinstance(raw.get("summary"), dict) else {}
+    k = _count(given.get("k")) or _count(totals.get("k_attempts")) or _most_attempts(rows)
+    model = _model_name(folder, given)
+    run_id = folder.resolve().parent.name
+    task_ids = list(dict.fromkeys(row.task_id for row in rows))
+    summary, metrics = summarize(rows, k=k, model=model, task_order=task_ids)
+    summary["run_id"] = metrics["run_id"] = run_id
+    return BatcliRun(model=model, run_id=run_id, summary=summary, metrics=metrics)
+
+
+def episode(data: dict[str, Any]) -> dict[str, Any]:
+    """An episode file's content in bat's shape: bat-cli's converted, any other unchanged."""
+    if "attempt" in data or "final_status" not in data:
+        return data
+    converted = {key: data[key] for key in ("task_id", "final_output", "verdict") if key in data}
+    converted["status"] = data["final_status"]
+    if isinstance(data.get("model_name"), str):
+        converted["model"] = data["model_name"]
+    aux = data.get("aux")
+    index = aux.get("attempt_index") if isinstance(aux, dict) else None
+    if isinstance(index, int) and not isinstance(index, bool):
+        converted["attempt"] = index + 1
+    return converted
+
+
+def _rows(raw: dict[str, Any], path: Path) -> list[EpisodeRow]:
+    episodes = raw.get("per_episode")
+    if not isinstance(episodes, list):
+        raise InputError(f"{path} is malformed: 'per_episode' is not a list")
+    rows: list[EpisodeRow] = []
+    attempts: dict[str, int] = {}
+    for number, row in enumerate(episodes, 1):
+        where = f"{path} is malformed: per_episode row {number}"
+        if not isinstance(row, dict) or not isinstance(row.get("task_id"), str | int):
+            raise InputError(f"{where} has no task_id")
+        task_id = str(row["task_id"])
+        attempts[task_id] = attempts.get(task_id, 0) + 1
+        tokens = {} if row.get("tokens") is None else row["tokens"]
+        if not isinstance(tokens, dict):
+            raise InputError(f"{where}: 'tokens' is not an object")
+        prompt = _tokens(tokens, "prompt_tokens", where)
+        completion = _tokens(tokens, "completion_tokens", where)
+        rows.append(
+            EpisodeRow(
+                task_id=task_id,
+                attempt=attempts[task_id],
+                passed=_passed(row, where),
+                status=row["status"] if isinstance(row.get("status"), str) else "",
+                infra_error=None,
+                wall_time_s=round(_wall_ms(row, where) / 1000, 4),
+                time_to_first_event_s=None,
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                total_tokens=_tokens(tokens, "total_tokens", where, prompt + completion),
+                model_calls=0,
+                tool_calls=0,
+            )
+        )
+    return rows
+
+
+def _passed(row: dict[str, Any], where: str) -> bool:
+    verdict = row.get("verdict")
+    passed = row.get("success", verdict.get("passed") if isinstance(verdict, dict) else None)
+    if not isinstance(passed, bool):
+        raise InputError(f"{where}: 'success' is not true or false")
+    return passed
+
+
+def _wall_ms(row: dict[str, Any], where: str) -> float:
+    time = row.get("time")
+    value = time.get("wall_ms") if isinstance(time, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < inf:
+        raise InputError(f"{where}: 'time.wall_ms' is not a number of milliseconds")
+    return float(value)
+
+
+def _tokens(tokens: dict[str, Any], key: str, where: str, missing: int = 0) -> int:
+    value = tokens.get(key)
+    if value is None:
+        return missing
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"{where}: 'tokens.{key}' is not a count")
+    return value
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def _most_attempts(rows: list[EpisodeRow]) -> int:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.task_id] = counts.get(row.task_id, 0) + 1
+    return max(counts.values(), default=1)
+
+
+def _model_name(folder: Path, given: dict[str, Any]) -> str:
+    """The episodes' ``model_name`` (provider:model), else summary.json's, else the folder's."""
+    directory = folder / "episodes"
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # the report shows what it can of such a file; the name is elsewhere
+        name = data.get("model_name") if isinstance(data, dict) else None
+        if isinstance(name, str) and name:
+            return name
+    name = given.get("model_name")
+    return name if isinstance(name, str) and name else folder.name

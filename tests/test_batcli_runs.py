@@ -1,0 +1,294 @@
+"""Run folders written by bat-cli 2026.10, read by ``bat eval.plot`` and ``bat eval.compare``.
+
+The bat-cli files under ``tests/data/bat-cli-2026.10/`` are the ones its release wrote
+(one run of an echo agent, k = 5), copied unchanged. Every expectation about latency,
+tokens and pass^k is computed here from those files, not copied from bat's output.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import statistics
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_bat
+from tests.test_charts import TASKS, _Tags, svg_texts, write_run
+
+RUN = REPO / "tests" / "data" / "bat-cli-2026.10" / "run-echo" / "20261201_033105"
+MODEL_DIR = RUN / "benchmark_openai-echo-model"
+LABEL = "openai:echo-model @ 20261201_033105"
+COUNTS = {"t00": (5, 5), "t07": (5, 5), "t09": (5, 0), "t11": (5, 5)}  # attempts, passed
+DRAWN = ["pass_rate", "task_heatmap", "pass_hat_k", "latency", "tokens"]
+
+
+def metrics_rows() -> list[dict]:
+    return json.loads((MODEL_DIR / "metrics.json").read_text())["per_episode"]
+
+
+def episode_files() -> dict[tuple[str, int], dict]:
+    """bat-cli's episode files by (task id, attempt index from 0)."""
+    found = {}
+    for path in sorted((MODEL_DIR / "episodes").glob("*.json")):
+        data = json.loads(path.read_text())
+        found[(data["task_id"], data["aux"]["attempt_index"])] = data
+    return found
+
+
+def copy_run(base: Path) -> Path:
+    """A writable copy of the bat-cli run folder under ``base``."""
+    target = base / RUN.name
+    shutil.copytree(RUN, target)
+    for path in [target, *target.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o200)
+    return target
+
+
+def write_our_run(base: Path, run_id: str, model: str, outcomes: dict[str, str]) -> Path:
+    """A run of ours written by bat's own code: episode files, run.json, summarize_run."""
+    from bat.evaluation import rundir
+    from bat.evaluation.pipeline import summarize_run
+    from bat.evaluation.records import EpisodeResult, EpisodeTrace, Verdict
+
+    run_dir = base / run_id
+    run_dir.mkdir(parents=True)
+    entry = {"label": model, "dir": "model-a"}
+    record = {"schema": rundir.RUN_SCHEMA, "run_id": run_id, "k": 5, "models": [entry]}
+    record["tasks"] = list(outcomes)
+    rundir.write_run(run_dir, record)
+    for task_id, letters in outcomes.items():
+        for attempt, letter in enumerate(letters, 1):
+            episode = EpisodeResult(
+                task_id=task_id,
+                attempt=attempt,
+                model=model,
+                status="completed",
+                final_output=f"answer {task_id}",
+                trace=EpisodeTrace(context_id="c", wall_time_s=0.5 + attempt / 10),
+                verdict=Verdict(passed=letter == "p", reason=f"ours: {letter}"),
+                started_at=rundir.now_iso(),
+                ended_at=rundir.now_iso(),
+            )
+            path = rundir.episode_path(run_dir / "model-a", task_id, attempt)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(episode.to_json())
+    summarize_run(run_dir, say=lambda line: None)
+    return run_dir
+
+
+# --- reading the run ------------------------------------------------------------------
+
+
+def test_find_runs_reads_the_batcli_run_folder():
+    from bat.evaluation.charts import find_runs
+
+    [run] = find_runs(RUN)
+    assert run.label == LABEL and run.model == "openai:echo-model"
+    assert run.run_id == "20261201_033105"
+    assert (run.episodes(), run.passed(), run.infra_failures()) == (20, 15, 0)
+    assert run.pass_rate() == 0.75
+    tasks = {task_id: (c.attempts, c.passed) for task_id, c in run.tasks().items()}
+    assert tasks == COUNTS and list(tasks) == ["t00", "t07", "t09", "t11"]
+    assert run.k() == 5
+    assert run.pass_at_k() == 0.75 and run.pass_hat_k() == 0.75
+
+
+def test_latency_and_tokens_come_from_wall_ms_and_the_nested_tokens():
+    from bat.evaluation.charts import find_runs
+
+    [run] = find_runs(RUN)
+    rows = metrics_rows()
+    seconds = sorted(row["time"]["wall_ms"] / 1000 for row in rows)
+    assert sorted(run.wall_times()) == pytest.approx(seconds, abs=1e-4)
+
+    def rank(q):  # the nearest-rank percentile, as bat's summaries use
+        return seconds[math.ceil(q * len(seconds)) - 1]
+
+    expected = {
+        "p50": rank(0.5),
+        "p90": rank(0.9),
+        "p99": rank(0.99),
+        "mean": statistics.fmean(seconds),
+        "max": seconds[-1],
+    }
+    assert run.latency() == pytest.approx(expected, abs=1e-4)
+    assert 0.04 < expected["p50"] < 0.1  # seconds, not milliseconds
+    prompt = sum(row["tokens"]["prompt_tokens"] for row in rows) / len(rows)
+    completion = sum(row["tokens"]["completion_tokens"] for row in rows) / len(rows)
+    assert run.tokens_per_episode() == (prompt, completion)
+
+
+def test_pass_hat_curve_is_computed_from_the_episodes():
+    from bat.evaluation.charts import find_runs
+
+    tally: dict[str, list[int]] = {}
+    for (task_id, _), data in episode_files().items():
+        counts = tally.setdefault(task_id, [0, 0])
+        counts[0] += 1
+        counts[1] += data["verdict"]["passed"]
+    expected = [
+        (k, statistics.fmean(math.comb(c, k) / math.comb(n, k) for n, c in tally.values()))
+        for k in range(1, 6)
+    ]
+    [run] = find_runs(RUN)
+    curve = run.pass_hat_curve()
+    assert [k for k, _ in curve] == [k for k, _ in expected]
+    assert [value for _, value in curve] == pytest.approx([value for _, value in expected])
+    assert [value for _, value in expected] == [0.75] * 5  # t09 0, the other three 1
+
+
+def test_rows_are_numbered_as_the_episode_files_attempts():
+    from bat.evaluation.charts import find_runs
+
+    [run] = find_runs(RUN)
+    files = episode_files()
+    assert len(run.rows) == len(files) == 20
+    for row in run.rows:
+        data = files[(row["task_id"], row["attempt"] - 1)]
+        assert row["wall_time_s"] == pytest.approx(data["trace"]["wall_ms"] / 1000, abs=1e-4)
+        assert row["passed"] is data["verdict"]["passed"]
+        assert row["status"] == data["final_status"] and row["infra_error"] is None
+
+
+def test_without_episode_files_the_label_is_the_model_name_of_summary_json(tmp_path):
+    from bat.evaluation.charts import find_runs
+
+    run_dir = copy_run(tmp_path)
+    shutil.rmtree(run_dir / MODEL_DIR.name / "episodes")
+    [run] = find_runs(run_dir)
+    assert run.label == "echo-model @ 20261201_033105"
+    assert run.passed() == 15
+
+
+# --- eval.plot --------------------------------------------------------------------------
+
+
+def test_plot_of_the_batcli_run_folder(tmp_path):
+    run_dir = copy_run(tmp_path)
+    result = run_bat("eval.plot", "-f", str(run_dir), timeout=120)
+    assert result.code == 0, result.err
+    assert "1 run(s)" in result.out
+    for name in DRAWN:
+        assert (run_dir / f"{name}.png").is_file() and (run_dir / f"{name}.svg").is_file()
+        texts = " ".join(svg_texts(run_dir / f"{name}.svg"))
+        assert LABEL in texts, name
+        assert "benchmark_openai-echo-model" not in texts, name
+    assert "75% (15/20)" in svg_texts(run_dir / "pass_rate.svg")
+    html = (run_dir / "report.html").read_text()
+    assert "openai:echo-model" in html
+    assert "output: missing &#x27;never present&#x27;" in html  # t09's verdict reason
+    assert "echo: hello number 9" in html and "which one?" in html  # final outputs
+    # Each attempt once: the metrics rows and the episode files joined by attempt.
+    assert "<b>t09</b> — 0/5 attempts passed" in html
+    assert "<b>t07</b> — 5/5 attempts passed" in html
+    parser = _Tags()
+    parser.feed(html)
+    links = [a["href"] for t, a in parser.tags if t == "a" and a["href"].endswith(".json")]
+    assert len(set(links)) == len(links) == 20
+    assert all((run_dir / link).is_file() for link in links)
+
+
+def test_plot_of_a_batcli_run_beside_one_of_ours(tmp_path):
+    base = tmp_path / "runs"
+    copy_run(base)
+    write_run(base, "20260101-000000-ours", "openai:gpt-4.1-mini", TASKS)
+    result = run_bat("eval.plot", "-f", str(base), timeout=120)
+    assert result.code == 0, result.err
+    assert "2 run(s)" in result.out
+    ours = "openai:gpt-4.1-mini @ 20260101-000000-ours"
+    rates = svg_texts(base / "pass_rate.svg")
+    assert "75% (15/20)" in rates and "50% (6/12)" in rates
+    for name in DRAWN:
+        texts = " ".join(svg_texts(base / f"{name}.svg"))
+        assert LABEL in texts and ours in texts, name
+    heatmap = svg_texts(base / "task_heatmap.svg")
+    assert "t09" in heatmap and "weather-rome" in heatmap
+    html = (base / "report.html").read_text()
+    assert "missing &#x27;never present&#x27;" in html and "missing &#x27;Paris&#x27;" in html
+
+
+# --- eval.compare -----------------------------------------------------------------------
+
+
+def compare_json(*sides: str, cwd: Path) -> dict:
+    result = run_bat("eval.compare", *sides, "--json", cwd=cwd)
+    assert result.code == 0, result.err
+    return json.loads(result.out)
+
+
+def test_compare_two_batcli_model_folders(tmp_path):
+    data = compare_json(str(MODEL_DIR), str(MODEL_DIR), cwd=tmp_path)
+    rates = {row["task_id"]: (row["a"], row["b"], row["change"]) for row in data["tasks"]}
+    assert rates == {task: (c / n, c / n, 0.0) for task, (n, c) in COUNTS.items()}
+    for side in ("a", "b"):
+        assert data[side]["model"] == "openai:echo-model"
+        assert data[side]["run_id"] == "20261201_033105"
+        assert data[side]["success_percentage"] == 75.0
+    assert data["regressed"] == [] and data["improved"] == [] and data["mcnemar_p"] == 1.0
+    # The run folder (no run.json) with its one model, and RUN:MODEL, name the same side.
+    same = compare_json(str(RUN), f"{RUN}:{MODEL_DIR.name}", cwd=tmp_path)
+    assert same["tasks"] == data["tasks"]
+    assert same["a"]["folder"] == same["b"]["folder"] == str(MODEL_DIR)
+
+
+def test_compare_a_batcli_run_with_one_of_ours(tmp_path):
+    from bat.evaluation.compare import mcnemar_exact
+
+    copy_run(tmp_path)
+    outcomes = {"t00": "ppppp", "t07": "fffff", "t09": "ppppf", "t11": "ppfff"}
+    write_our_run(tmp_path, "20260102-000000-ours", "openai:gpt-4.1-mini", outcomes)
+    data = compare_json("20261201_033105", "20260102-000000-ours", cwd=tmp_path)
+    rows = {row["task_id"]: row for row in data["tasks"]}
+    assert {t: (r["a"], r["b"]) for t, r in rows.items()} == {
+        "t00": (1.0, 1.0),
+        "t07": (1.0, 0.0),
+        "t09": (0.0, 0.8),
+        "t11": (1.0, 0.4),
+    }
+    assert data["regressed"] == ["t07", "t11"] and data["improved"] == ["t09"]
+    assert data["mcnemar_p"] == mcnemar_exact(2, 1)
+    assert data["a"]["model"] == "openai:echo-model"
+    assert data["b"]["model"] == "openai:gpt-4.1-mini"
+    text = run_bat("eval.compare", "20261201_033105", "20260102-000000-ours", cwd=tmp_path)
+    assert text.code == 0, text.err
+    assert "A  openai:echo-model (20261201_033105): 75% of episodes passed" in text.out
+    # Our own lookups are unchanged: an unknown run is still named with where bat looked.
+    missing = run_bat("eval.compare", "no-such-run", "20260102-000000-ours", cwd=tmp_path)
+    assert missing.code == 2 and "no run 'no-such-run'" in missing.err
+
+
+# --- malformed files --------------------------------------------------------------------
+
+
+def _broken_row(**changes) -> str:
+    rows = metrics_rows()
+    rows[3].update(changes)
+    return json.dumps({"per_episode": rows, "summary": {}})
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("{not json", "is not valid JSON"),
+        ('{"per_episode": {}, "summary": {}}', "'per_episode' is not a list"),
+        (_broken_row(task_id=None), "per_episode row 4 has no task_id"),
+        (_broken_row(success="yes"), "per_episode row 4: 'success' is not true or false"),
+        (_broken_row(time={"wall_ms": "fast"}), "row 4: 'time.wall_ms' is not a number"),
+        (_broken_row(tokens={"prompt_tokens": -1}), "row 4: 'tokens.prompt_tokens' is not"),
+    ],
+)
+def test_a_malformed_batcli_metrics_file_is_one_line_naming_it(tmp_path, content, says):
+    run_dir = copy_run(tmp_path)
+    bad = run_dir / MODEL_DIR.name / "metrics.json"
+    bad.write_text(content)
+    for result in (
+        run_bat("eval.plot", "-f", str(run_dir), timeout=120),
+        run_bat("eval.compare", str(bad.parent), str(MODEL_DIR), cwd=tmp_path),
+    ):
+        assert result.code == 2
+        lines = result.err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("bat: error: "), result.err
+        assert str(bad) in lines[0] and says in lines[0]
