@@ -5,7 +5,8 @@ Library code raises these. They become a one-line message on stderr (always word
 and in any other Invoke program that mounts bat's collections (``BatTask`` turns them
 into Invoke's ``Exit``), so every command fails the same way wherever it runs.
 Exit status 2 means the user asked for something wrong (bad usage, bad input, a file
-in the wrong state); 1 means a sound request whose operation failed.
+in the wrong state); 1 means a sound request whose operation failed; 3 means an
+evaluation ran but its numbers are incomplete (``IncompleteRun``).
 """
 
 from __future__ import annotations
@@ -47,6 +48,14 @@ class OperationError(BatError):
     """A well-formed request failed while it ran (I/O, a subprocess, a network peer)."""
 
     exit_code = 1
+
+
+class IncompleteRun(BatError):
+    """An evaluation ran to its end, but its numbers are incomplete: infrastructure
+    failures remain, or a model could not be evaluated. Everything is written; a CI job
+    must not read the numbers as the agent's."""
+
+    exit_code = 3
 
 
 class Interrupted(BatError):

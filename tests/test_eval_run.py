@@ -143,7 +143,7 @@ def test_agent_not_ready_in_time(tmp_path, bat, home):
     assert not port_answers(agent_url(project))
 
 
-def test_agent_crashing_mid_run(tmp_path, bat, home):
+def test_agent_crashing_mid_run_is_restarted_and_the_cause_found(tmp_path, bat, home):
     tasks = [{"id": f"ok-{i}", "turns": [f"hello {i}"], "expected": {}} for i in range(6)]
     tasks.insert(2, {"id": "crash", "turns": ["CRASH now"], "expected": {}})
     project = make_project(tmp_path, tasks, concurrency=1)
@@ -152,12 +152,19 @@ def test_agent_crashing_mid_run(tmp_path, bat, home):
     (run_dir,) = run_dirs(project)
     found = episodes(run_dir)
     assert len(found) == 7  # the run completed: every episode has a file
-    kinds = {name: (e["infra_error"] or {}).get("kind") for name, e in found.items()}
-    assert kinds["crash__try1.json"] == "crash"
-    assert kinds["ok-0__try1.json"] is None and found["ok-0__try1.json"]["verdict"]["passed"]
-    later = [kinds[f"ok-{i}__try1.json"] for i in range(2, 6)]
-    assert all(kind == "crash" for kind in later), kinds
-    assert summary(run_dir)["totals"]["infra_failures"] == 5
+    assert all(e["infra_error"] is None for e in found.values())
+    crash = found["crash__try1.json"]
+    assert crash["status"] == "error" and crash["agent_error"]["kind"] == "crashed"
+    assert "exit status 3" in crash["agent_error"]["message"]
+    assert not crash["verdict"]["passed"]
+    # The episodes after the crash ran on the restarted agent as if nothing happened.
+    assert all(found[f"ok-{i}__try1.json"]["verdict"]["passed"] for i in range(6))
+    totals = summary(run_dir)["totals"]
+    assert totals["infra_failures"] == 0 and totals["agent_errors"]["crashed"] == 1
+    assert totals["pass_at_k"] == round(6 / 7, 4)
+    (model,) = json.loads((run_dir / "run.json").read_text())["models"]
+    assert model["restarts"] == 2  # after the crash, and after its run alone
+    assert "crashes the agent" in result.out and "restarting it" in result.out
 
 
 def test_hanging_agent_is_timed_out_and_stopped(tmp_path, bat, home):
@@ -168,7 +175,9 @@ def test_hanging_agent_is_timed_out_and_stopped(tmp_path, bat, home):
     project = make_project(tmp_path, tasks, turn_timeout_s=1, agent_shutdown_timeout_s=2)
     started = time.monotonic()
     result = bat("eval.run", cwd=project)
-    assert result.code == 0, result.err
+    # Everything is written and summarized, but a timeout is not the agent's number: exit 3.
+    assert result.code == 3, result.err
+    assert "the run's numbers are incomplete" in result.err and "--retry-infra" in result.err
     assert time.monotonic() - started < 15
     found = episodes(run_dirs(project)[0])
     assert found["hang__try1.json"]["infra_error"]["kind"] == "timeout"

@@ -3,6 +3,7 @@
 import io
 
 from bat.evaluation.progress import Progress
+from bat.evaluation.runner import Outcome
 
 
 class Terminal(io.StringIO):
@@ -16,7 +17,7 @@ def test_plain_lines_when_not_a_terminal(monkeypatch):
     out = io.StringIO()
     progress = Progress("m", 3, stream=out, plain_every_s=3600)
     for passed in (True, False, True):
-        progress.update(passed, infra=not passed)
+        progress.update(Outcome(passed, infra=not passed))
     progress.finish()
     lines = out.getvalue().splitlines()
     assert "\r" not in out.getvalue()
@@ -31,8 +32,8 @@ def test_live_line_on_a_terminal(monkeypatch):
     monkeypatch.setenv("TERM", "xterm")
     out = Terminal()
     progress = Progress("m", 2, stream=out)
-    progress.update(True, infra=False)
-    progress.update(True, infra=False)
+    progress.update(Outcome(True, infra=False))
+    progress.update(Outcome(True, infra=False))
     progress.finish()
     text = out.getvalue()
     assert text.count("\r") >= 2 and text.endswith("\n")
@@ -43,5 +44,5 @@ def test_ci_or_no_color_means_plain(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     out = Terminal()
     progress = Progress("m", 1, stream=out)
-    progress.update(True, infra=False)
+    progress.update(Outcome(True, infra=False))
     assert "\r" not in out.getvalue()

@@ -2,7 +2,8 @@
 
 This is the one place where failures become exit statuses. Everything a user can get
 wrong ends as a single ``bat: error: ...`` line on stderr: exit 2 for bad usage or bad
-input, 1 for an operation that failed, 130 for Ctrl-C. Nothing heavy is imported here,
+input, 1 for an operation that failed, 3 for an evaluation whose numbers are incomplete,
+130 for Ctrl-C. Nothing heavy is imported here,
 so ``bat --help`` stays fast; task bodies import the library when they run.
 """
 

@@ -1,10 +1,22 @@
 """Talking to the agent under test over A2A (a2a-sdk 1.x): one episode = one conversation.
 
-One HTTP client and one resolved agent card serve a whole run. Each episode gets its own
-context id; its turns are sent in order in that conversation, and a turn that ended in
-``input-required`` is continued by the next one (same task id). Streaming agents are
-read event by event, others with one blocking call: the a2a-sdk client picks by the
-card's ``capabilities.streaming``.
+One resolved agent card and one pool of connections serve a whole run (``agent_card``
+says how the card is found and which binding is spoken: JSON-RPC, HTTP+JSON or gRPC, and
+the 0.2/0.3 protocol versions through a2a-sdk's compatibility transports). Each episode
+gets its own context id; its turns are sent in order in that conversation, and a turn
+that ended in ``input-required`` or ``auth-required`` is continued by the next one (same
+task id). Streaming agents are read event by event, others with one blocking call: the
+client picks by the card's ``capabilities.streaming``. Either way the answer reads the
+same: an artifact's text parts are joined as they came, so chunks streamed with
+``append`` and the parts of the final task are one text.
+
+What went wrong is split in two (``failures``): an agent that answered with a failed,
+rejected or canceled task or with an error produced an agent outcome (status ``error``,
+``Observed.agent_error``); a request that never got an answer is an infrastructure
+failure. A request that fails on a pooled connection the server had already closed,
+before any byte of reply, is sent once more on a fresh connection: that is the
+keep-alive race of idle connections, never the agent's doing. Idle connections are also
+dropped after ``KEEPALIVE_S``, below the 5 s most servers (uvicorn) keep them.
 
 Tool calls, token usage and calls to other agents may ride on the stream: an event's
 ``metadata`` may hold a ``"bat"`` object ``{"tool_calls": [{"name", "args", "result",
@@ -20,11 +32,12 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from bat.errors import OperationError
+from bat.evaluation.failures import classify, from_state
 from bat.evaluation.records import (
     AgentCall,
+    AgentError,
     EpisodeTrace,
     InfraError,
     StatusEvent,
@@ -34,11 +47,12 @@ from bat.evaluation.records import (
 )
 
 PREVIEW = 200
+KEEPALIVE_S = 2.0
 # A2A task states -> the status words of datasets and verdicts.
 _STATUS = {
     "TASK_STATE_COMPLETED": "completed",
     "TASK_STATE_INPUT_REQUIRED": "input-required",
-    "TASK_STATE_AUTH_REQUIRED": "input-required",
+    "TASK_STATE_AUTH_REQUIRED": "auth-required",
     "TASK_STATE_WORKING": "working",
     "TASK_STATE_SUBMITTED": "working",
     "TASK_STATE_UNSPECIFIED": "working",
@@ -46,6 +60,12 @@ _STATUS = {
     "TASK_STATE_REJECTED": "error",
     "TASK_STATE_CANCELED": "error",
 }
+_ERROR_STATE = {
+    "TASK_STATE_FAILED": "failed",
+    "TASK_STATE_REJECTED": "rejected",
+    "TASK_STATE_CANCELED": "canceled",
+}
+CONTINUED = ("input-required", "auth-required")  # a turn the next one continues
 
 
 @dataclass
@@ -56,6 +76,7 @@ class Observed:
     final_output: str
     trace: EpisodeTrace
     infra_error: InfraError | None = None
+    agent_error: AgentError | None = None
 
 
 @dataclass
@@ -63,15 +84,17 @@ class _Turn:
     """Accumulates one turn's events."""
 
     status: str = "working"
+    error_state: str | None = None  # failed, rejected or canceled
     task_id: str | None = None
-    artifacts: dict[str, str] = field(default_factory=dict)
+    artifacts: dict[str, list[str]] = field(default_factory=dict)  # id -> text parts
     final_status_text: str = ""
     message_text: str = ""
 
     def output(self) -> str:
         # The answer may come in artifacts, a final status message or a plain message;
-        # take the first that has text so it is never lost to an empty last event.
-        joined = "\n".join(text for text in self.artifacts.values() if text)
+        # take the first that has text so it is never lost to an empty last event. An
+        # artifact's parts are one text (chunks); separate artifacts are lines.
+        joined = "\n".join(text for text in ("".join(p) for p in self.artifacts.values()) if text)
         return joined or self.final_status_text or self.message_text or ""
 
 
@@ -83,35 +106,58 @@ class A2ASession:
         self.concurrency = concurrency
         self.card_timeout_s = card_timeout_s
         self.card: Any = None
+        self.binding: str | None = None  # e.g. "HTTP+JSON 1.0", for the run record
+        self.requests_resent = (
+            0  # sent again on a fresh connection after one broke before any reply
+        )
         self._http: Any = None
+        self._fresh_http: Any = None
         self._client: Any = None
+        self._fresh: Any = None
 
     async def __aenter__(self) -> A2ASession:
         import httpx
-        from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 
-        limits = httpx.Limits(
-            max_connections=self.concurrency + 4, max_keepalive_connections=self.concurrency + 4
-        )
+        from bat.evaluation.agent_card import fetch_card, prepare
+
+        size = self.concurrency + 4
         # No read timeout here: a turn is bounded by the runner's per-turn timeout.
         timeout = httpx.Timeout(connect=self.card_timeout_s, read=None, write=30, pool=None)
+        limits = httpx.Limits(
+            max_connections=size, max_keepalive_connections=size, keepalive_expiry=KEEPALIVE_S
+        )
         self._http = httpx.AsyncClient(limits=limits, timeout=timeout, trust_env=False)
+        # A request sent again after a stale connection goes on a new one, always.
+        fresh = httpx.Limits(max_connections=size, max_keepalive_connections=0)
+        self._fresh_http = httpx.AsyncClient(limits=fresh, timeout=timeout, trust_env=False)
         try:
-            card = await A2ACardResolver(self._http, self.url).get_agent_card()
-        except Exception as exc:
-            await self._http.aclose()
-            raise OperationError(f"cannot read the agent card at {self.url}: {exc}") from None
-        _point_interfaces_at(card, self.url)
+            async with asyncio.timeout(self.card_timeout_s + 5):
+                card = await fetch_card(self._http, self.url)
+            bindings = prepare(card, self.url)
+            self._client = _client(card, bindings, self._http)
+            self._fresh = _client(card, bindings, self._fresh_http)
+        except TimeoutError:
+            await self._close_http()
+            raise OperationError(f"the agent card at {self.url} did not come in time") from None
+        except BaseException:
+            await self._close_http()
+            raise
         self.card = card
-        config = ClientConfig(streaming=bool(card.capabilities.streaming), httpx_client=self._http)
-        self._client = ClientFactory(config).create(card)
+        # The factory takes the card's first interface it can speak; say which it was.
+        chosen = next(i for i in card.supported_interfaces if i.protocol_binding in bindings)
+        self.binding = f"{chosen.protocol_binding} {chosen.protocol_version or ''}".strip()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._client is not None:
-            await self._client.close()
-        if self._http is not None and not self._http.is_closed:
-            await self._http.aclose()
+        for client in (self._client, self._fresh):
+            if client is not None:
+                await client.close()
+        await self._close_http()
+
+    async def _close_http(self) -> None:
+        for http in (self._http, self._fresh_http):
+            if http is not None and not http.is_closed:
+                await http.aclose()
 
     async def run_episode(self, turns: list[str], *, turn_timeout_s: float) -> Observed:
         """Send ``turns`` in one conversation and record everything that came back."""
@@ -119,11 +165,11 @@ class A2ASession:
         trace = EpisodeTrace(context_id=context_id)
         started = time.perf_counter()
         previous: _Turn | None = None
-        status, output, infra = "working", "", None
+        status, output = "working", ""
+        infra: InfraError | None = None
+        agent_error: AgentError | None = None
         for index, text in enumerate(turns):
-            continue_task = (
-                previous.task_id if previous and previous.status == "input-required" else None
-            )
+            continue_task = previous.task_id if previous and previous.status in CONTINUED else None
             turn = _Turn()
             record = TurnRecord(input=text, status="working")
             turn_started = time.perf_counter()
@@ -137,8 +183,14 @@ class A2ASession:
                     kind="timeout",
                     message=f"turn {index + 1} got no final answer within {turn_timeout_s:g} s",
                 )
-            except Exception as exc:  # every client failure is an infrastructure failure
-                infra = InfraError(kind=_classify(exc), message=_describe(exc))
+            except Exception as exc:
+                failure = classify(exc)
+                if isinstance(failure, AgentError):
+                    turn.status, agent_error = "error", failure
+                else:
+                    infra = failure
+            if turn.status == "error" and agent_error is None:
+                agent_error = from_state(turn.error_state or "failed", turn.final_status_text)
             record.status = turn.status
             record.output = turn.output()
             record.task_id = turn.task_id
@@ -150,7 +202,13 @@ class A2ASession:
         trace.wall_time_s = round(time.perf_counter() - started, 6)
         if trace.turns:
             trace.time_to_first_event_s = trace.turns[0].time_to_first_event_s
-        return Observed(status=status, final_output=output, trace=trace, infra_error=infra)
+        return Observed(
+            status=status,
+            final_output=output,
+            trace=trace,
+            infra_error=infra,
+            agent_error=agent_error,
+        )
 
     async def _send(
         self,
@@ -173,39 +231,75 @@ class A2ASession:
         )
         if task_id:
             message.task_id = task_id
-        opened = time.perf_counter()
-        first = True
-        async for event in self._client.send_message(SendMessageRequest(message=message)):
-            now = time.perf_counter()
-            if first:
-                record.time_to_first_event_s = round(now - opened, 6)
-            _absorb(event, turn, trace, index, now - started, text if first else None)
-            first = False
+        for client in (self._client, self._fresh):
+            opened = time.perf_counter()
+            first = True
+            try:
+                async for event in client.send_message(SendMessageRequest(message=message)):
+                    now = time.perf_counter()
+                    if first:
+                        record.time_to_first_event_s = round(now - opened, 6)
+                    _absorb(event, turn, trace, index, now - started, text if first else None)
+                    first = False
+                return
+            except Exception as exc:
+                if not first or client is self._fresh or not _stale_connection(exc):
+                    raise
+                self.requests_resent += 1
+
+
+def _client(card: Any, bindings: list[str], http: Any) -> Any:
+    """An a2a-sdk client for ``card`` over ``http`` (gRPC opens channels of its own)."""
+    from a2a.client import ClientConfig, ClientFactory
+
+    from bat.evaluation.agent_card import GRPC
+
+    config = ClientConfig(
+        streaming=bool(card.capabilities.streaming),
+        httpx_client=http,
+        supported_protocol_bindings=bindings,
+    )
+    if GRPC in bindings:
+        import grpc
+
+        config.grpc_channel_factory = grpc.aio.insecure_channel
+    return ClientFactory(config).create(card)
+
+
+def _stale_connection(exc: BaseException) -> bool:
+    """Whether ``exc`` is a connection that closed under a request before any reply."""
+    import httpx
+
+    current: BaseException | None = exc
+    while current is not None:
+        if isinstance(current, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _absorb(
     event: Any, turn: _Turn, trace: EpisodeTrace, index: int, t: float, opened_by: str | None
 ) -> None:
     """Fold one StreamResponse into the turn and the trace."""
-    from a2a.helpers.proto_helpers import get_artifact_text, get_message_text
+    from a2a.helpers.proto_helpers import get_message_text, get_text_parts
 
     kind = event.WhichOneof("payload")
     preview, state = "", None
     if kind == "task":
         task = event.task
         turn.task_id = task.id or turn.task_id
-        state = _status_word(task.status.state)
+        state = _state(task.status.state, turn)
         for artifact in task.artifacts:
-            turn.artifacts[artifact.artifact_id or str(len(turn.artifacts))] = get_artifact_text(
-                artifact
-            )
+            key = artifact.artifact_id or str(len(turn.artifacts))
+            turn.artifacts[key] = get_text_parts(artifact.parts)
         if task.status.HasField("message"):
             preview = get_message_text(task.status.message)
         _metadata(trace, task.metadata, task.status.message.metadata)
     elif kind == "status_update":
         update = event.status_update
         turn.task_id = update.task_id or turn.task_id
-        state = _status_word(update.status.state)
+        state = _state(update.status.state, turn)
         if update.status.HasField("message"):
             preview = get_message_text(update.status.message)
         _metadata(trace, update.metadata, update.status.message.metadata)
@@ -213,9 +307,9 @@ def _absorb(
         update = event.artifact_update
         turn.task_id = update.task_id or turn.task_id
         key = update.artifact.artifact_id or str(len(turn.artifacts))
-        text = get_artifact_text(update.artifact)
-        turn.artifacts[key] = turn.artifacts.get(key, "") + text if update.append else text
-        preview = text
+        parts = get_text_parts(update.artifact.parts)
+        turn.artifacts[key] = turn.artifacts.get(key, []) + parts if update.append else parts
+        preview = "".join(parts)
         _metadata(trace, update.metadata, update.artifact.metadata)
     elif kind == "message":
         preview = get_message_text(event.message)
@@ -249,10 +343,14 @@ _KIND = {
 }
 
 
-def _status_word(state: int) -> str:
+def _state(state: int, turn: _Turn) -> str:
+    """The status word of an A2A task state; a failed, rejected or canceled one is noted."""
     from a2a.types import TaskState
 
-    return _STATUS.get(TaskState.Name(state), "working")
+    name = TaskState.Name(state)
+    if name in _ERROR_STATE:
+        turn.error_state = _ERROR_STATE[name]
+    return _STATUS.get(name, "working")
 
 
 def _metadata(trace: EpisodeTrace, *structs: Any) -> None:
@@ -302,42 +400,3 @@ def add_reported(trace: EpisodeTrace, data: dict, *, source: str) -> None:
             )
         )
         trace.usage_source = source
-
-
-def _point_interfaces_at(card: Any, url: str) -> None:
-    """Reach the agent where we were told it is, keeping the path its card gives.
-
-    A card may advertise ``http://localhost:PORT`` or a public name; the engine talks to
-    the address in eval.yaml (or the one it started the agent on) instead.
-    """
-    target = urlsplit(url)
-    for interface in card.supported_interfaces:
-        parts = urlsplit(interface.url)
-        interface.url = urlunsplit((target.scheme, target.netloc, parts.path, parts.query, ""))
-    if not card.supported_interfaces:
-        from a2a.types import AgentInterface
-
-        card.supported_interfaces.append(AgentInterface(url=url, protocol_binding="JSONRPC"))
-
-
-def _classify(exc: BaseException) -> str:
-    import httpx
-    from a2a.client import A2AClientTimeoutError
-
-    if isinstance(exc, A2AClientTimeoutError):
-        return "timeout"
-    cause: BaseException | None = exc
-    while cause is not None:
-        if isinstance(cause, httpx.ConnectError):
-            return "unreachable"
-        if isinstance(cause, httpx.RemoteProtocolError | httpx.ReadError):
-            return "crash"
-        if isinstance(cause, httpx.TimeoutException):
-            return "timeout"
-        cause = cause.__cause__ or cause.__context__
-    return "protocol"
-
-
-def _describe(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:500]

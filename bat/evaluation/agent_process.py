@@ -1,173 +1,30 @@
-"""Starting and stopping the agent under test, and reading the settings the eval relies on.
+"""Starting and stopping the agent under test.
 
 The agent runs in its own process group with its output in the run directory. It is
 ready when its agent card answers over HTTP (an open port is not enough: the server may
 still be loading). It is always stopped, on success, error or Ctrl-C: SIGTERM to the
-group, SIGKILL after the shutdown timeout.
-
-The user's files are never edited: to send the agent's spans into the run directory,
-it is started with a copy of its ``config.yaml`` (``CONFIG_PATH``) whose ``local``
-telemetry output points there.
+group, SIGKILL after the shutdown timeout. What the agent's own files say (its port,
+telemetry, config copy) is ``agent_settings``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import re
 import shlex
 import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from bat.atomic import write_text_atomic
 from bat.errors import InputError, OperationError
+from bat.evaluation.agent_card import CARD_PATHS, card_answers
 from bat.uv_binary import find_uv
-
-CARD_PATH = "/.well-known/agent-card.json"
-PRIVACY_LEVELS = ["none", "content", "names", "full"]
-_FLOOR = re.compile(r"telemetry_privacy_floor\s*=\s*['\"](\w+)['\"]")
-
-
-@dataclass
-class AgentSettings:
-    """What the agent's own files say about things the evaluation depends on."""
-
-    config_path: Path | None
-    config: dict[str, Any] = field(default_factory=dict)
-    privacy: str = "none"
-    privacy_source: str = "default"
-    checkpoints: bool = False
-
-    @classmethod
-    def read(cls, root: Path, env: dict[str, str]) -> AgentSettings:
-        """Read config.yaml (or CONFIG_PATH) and any ``telemetry_privacy_floor`` in the code."""
-        import yaml
-
-        named = env.get("CONFIG_PATH")
-        path = (root / named) if named else root / "config.yaml"
-        config: dict[str, Any] = {}
-        if path.is_file():
-            try:
-                loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-            except yaml.YAMLError as exc:
-                raise InputError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
-            config = loaded if isinstance(loaded, dict) else {}
-        else:
-            path = None
-        telemetry = config.get("telemetry") or {}
-        level, source = _privacy_word(telemetry.get("privacy")), f"{path}: telemetry.privacy"
-        floor = _privacy_floor(root)
-        if floor is not None and PRIVACY_LEVELS.index(floor[0]) > PRIVACY_LEVELS.index(level):
-            level, source = floor[0], f"{floor[1]}: telemetry_privacy_floor"
-        return cls(
-            config_path=path,
-            config=config,
-            privacy=level,
-            privacy_source=source,
-            checkpoints=bool(config.get("checkpoints", False)),
-        )
-
-    def problems_for(self, needs_tool_names: bool, needs_tool_args: bool) -> list[str]:
-        """Settings that would make the dataset's tool checks meaningless."""
-        problems = []
-        if needs_tool_names and self.privacy == "full":
-            problems.append(
-                f"{self.privacy_source} is 'full', which redacts tool names, but the dataset "
-                "checks tool calls; lower it (e.g. 'none') for the evaluation"
-            )
-        elif needs_tool_args and self.privacy in ("content", "names", "full"):
-            problems.append(
-                f"{self.privacy_source} is {self.privacy!r}, which redacts tool arguments, but "
-                "the dataset checks args_subset; lower it to 'none' for the evaluation"
-            )
-        return problems
-
-    def config_copy(self, spans_file: Path) -> str | None:
-        """The agent's config.yaml with its local span output sent to ``spans_file``."""
-        if self.config_path is None:
-            return None
-        import yaml
-
-        config = json.loads(json.dumps(self.config))  # a deep copy of plain data
-        telemetry = config.get("telemetry") or {}
-        outputs = [
-            o
-            for o in telemetry.get("output") or []
-            if isinstance(o, dict) and o.get("type") != "local"
-        ]
-        outputs.append({"type": "local", "file_path": str(spans_file)})
-        telemetry["output"] = outputs
-        config["telemetry"] = telemetry
-        return (
-            "# A copy made by bat eval for one run; the agent's own config.yaml is untouched.\n"
-            + yaml.safe_dump(config, sort_keys=False)
-        )
-
-
-def _privacy_word(value: Any) -> str:
-    if isinstance(value, int) and 0 <= value < len(PRIVACY_LEVELS):
-        return PRIVACY_LEVELS[value]
-    if isinstance(value, str) and value.strip().lower() in PRIVACY_LEVELS:
-        return value.strip().lower()
-    return "none"
-
-
-def _privacy_floor(root: Path) -> tuple[str, Path] | None:
-    """A ``telemetry_privacy_floor="..."`` passed to AgentApplication in the agent's code."""
-    candidates = (
-        [root / "__main__.py", *sorted((root / "src").glob("**/*.py"))] if root.is_dir() else []
-    )
-    for path in candidates[:200]:
-        try:
-            match = _FLOOR.search(path.read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            continue
-        if match and match.group(1).lower() in PRIVACY_LEVELS:
-            return match.group(1).lower(), path
-    return None
-
-
-def read_dotenv(path: Path) -> dict[str, str]:
-    """``KEY=value`` pairs of a .env file (quotes and ``export`` handled; comments skipped)."""
-    values: dict[str, str] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return values
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.removeprefix("export ").partition("=")
-        value = value.strip()
-        if value[:1] in ("'", '"') and value.count(value[0]) >= 2:
-            value = value[1 : value.index(value[0], 1)]
-        else:
-            value = re.split(r"\s+#", value, maxsplit=1)[0].strip()
-        values[key.strip()] = value
-    return values
-
-
-def card_answers(url: str, timeout_s: float = 2) -> bool:
-    """Whether an agent card is served at ``url`` (HTTP 200 with a JSON object)."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(url + CARD_PATH, timeout=timeout_s) as response:
-            return response.status == 200 and isinstance(json.loads(response.read()), dict)
-    except (OSError, ValueError, urllib.error.URLError):
-        return False
 
 
 class AgentProcess:
-    """One started agent: ``start``, ``wait_ready``, ``alive``, ``stop``."""
+    """One started agent: ``start``, ``wait_ready``, ``alive``, ``stop``, ``restart``."""
 
     def __init__(
         self,
@@ -240,7 +97,7 @@ class AgentProcess:
                 return time.monotonic() - started
             time.sleep(0.05)
         raise OperationError(
-            f"the agent did not answer at {self.url}{CARD_PATH} within "
+            f"the agent did not answer at {self.url}{CARD_PATHS[0]} within "
             f"{self.startup_timeout_s:g} s (evaluation.agent_startup_timeout_s); "
             f"end of {self.log}:",
             details=tail(self.log),
@@ -248,6 +105,24 @@ class AgentProcess:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def describe_exit(self) -> str:
+        """How the process ended, for messages: ``exit status 3``, ``killed by SIGKILL``."""
+        code = self.proc.poll() if self.proc is not None else None
+        if code is None:
+            return "still running"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit status {code}"
+
+    def restart(self) -> float:
+        """Stop what is left of the process group, start again, wait until ready."""
+        self.stop()
+        self.start()
+        return self.wait_ready()
 
     def stop(self) -> None:
         """SIGTERM the process group, then SIGKILL what is left after the shutdown timeout."""
@@ -277,13 +152,3 @@ def tail(log: Path, lines: int = 15) -> list[str]:
     except OSError:
         return ["(no log)"]
     return text.splitlines()[-lines:] or ["(the log is empty)"]
-
-
-def write_config_copy(settings: AgentSettings, target: Path, spans_file: Path) -> Path | None:
-    """Write the redirected config copy; None when the agent has no config.yaml."""
-    text = settings.config_copy(spans_file)
-    if text is None:
-        return None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(target, text)
-    return target

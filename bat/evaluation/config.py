@@ -1,27 +1,46 @@
 """``eval/eval.yaml``: what to evaluate, against which models, how hard to push.
 
-The keys bat-cli users know keep their names (``evaluation.dataset``, ``output_dir``,
-``agent_url``, ``agent_startup_timeout_s``, ``agent_shutdown_timeout_s``, ``k``,
-``qualitative``, ``run_name``, ``models``, ``judge``); ours sit beside them
-(``concurrency``, ``turn_timeout_s``, the ``agent`` block). Unknown keys are errors, so
-a typo cannot silently fall back to a default. Every problem of a file is reported at
-once, each with its key path and line.
+The keys bat-cli 2026.10 users have keep their names and meaning (``evaluation.dataset``,
+``output_dir``, ``agent_url``, ``agent_startup_timeout_s``, ``agent_shutdown_timeout_s``,
+``k``, ``qualitative``, ``run_name``, ``extra_spans``, ``models``, ``judge`` with
+``mode``, ``max_trajectory_chars``, ``env`` and its prompt names); ours sit beside them
+(``concurrency``, ``turn_timeout_s``, the ``agent`` block). A bat-cli key with no meaning
+here is accepted with a warning naming it, never silently. Unknown keys are errors, so a
+typo cannot silently fall back to a default. Every problem of a file is reported at
+once, each with its key path and line, in the words of the file (never a class name).
+
+``${VAR}`` and ``${VAR:-default}`` in ``agent_url``, ``base_url`` and the ``env`` maps are
+replaced from the shell, then the agent's ``.env`` (``variables``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from bat.errors import InputError
-from bat.evaluation.locate import validation_problems
+from bat.evaluation.locate import dotted, line_index, validation_problems
+from bat.evaluation.variables import UnsetVariable, expand
 
 DEFAULT_FILE = Path("eval/eval.yaml")
-DEFAULT_PORT = 9900
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 class _Strict(BaseModel):
@@ -36,6 +55,34 @@ def _split_model(value: Any) -> Any:
             raise ValueError(f"expected 'provider:model', got {value!r}")
         return {"provider": provider.strip(), "model": model.strip()}
     return value
+
+
+def env_map(value: Any) -> Any:
+    """An ``env:`` mapping with every value as text, as a process environment holds it.
+
+    bat-cli accepted ``PORT: 9431`` and ``DEBUG: true``; they mean ``"9431"`` and
+    ``"true"`` (YAML's booleans written the way shells and .env files write them), and
+    ``null`` means the empty string. Names must be valid variable names.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        return value  # pydantic says what is wrong
+    out = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or not _ENV_NAME.fullmatch(key):
+            raise ValueError(f"{key!r} is not a variable name (letters, digits, _)")
+        if isinstance(item, bool):
+            item = "true" if item else "false"
+        elif item is None:
+            item = ""
+        elif isinstance(item, int | float):
+            item = str(item)
+        out[key] = item
+    return out
+
+
+EnvMap = Annotated[dict[str, str], BeforeValidator(env_map)]
 
 
 class _ProviderModel(_Strict):
@@ -56,14 +103,33 @@ class _ProviderModel(_Strict):
 
 
 class ModelSpec(_ProviderModel):
-    """One model to evaluate the agent with: the agent is started with it in its env."""
+    """One model to evaluate the agent with: the agent is started with it in its env.
 
-    env: dict[str, str] = Field(default_factory=dict)
+    ``name`` names the model's folder in a run (and its label); without it the folder is
+    a slug of ``provider_model``, made unique among the entries by ``load_config``.
+    """
+
+    name: str | None = None
+    env: EnvMap = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _folder_name(cls, value: str | None) -> str | None:
+        if value is not None and not _FOLDER_NAME.fullmatch(value):
+            raise ValueError("use up to 100 letters, digits, '.', '_' or '-' (a folder name)")
+        return value
 
     @property
-    def dir_name(self) -> str:
-        """The model's folder in a run directory (safe on every file system)."""
+    def slug(self) -> str:
+        """``provider_model`` with every character unsafe in a folder name replaced."""
         return re.sub(r"[^A-Za-z0-9._-]", "_", f"{self.provider}_{self.model}").lstrip(".")
+
+    @property
+    def identity(self) -> str:
+        """What makes two entries the same model run: everything but the name."""
+        return json.dumps(
+            [self.provider, self.model, self.base_url, sorted(self.env.items())], sort_keys=True
+        )
 
 
 JUDGE_DIMENSIONS = (
@@ -76,12 +142,34 @@ MAX_PROMPT_CHARS = 2000
 
 
 class JudgePrompts(_Strict):
-    """Agent-specific instructions added to the rubric of each dimension."""
+    """Agent-specific instructions added to the rubric of each dimension.
 
-    response_relevance: str | None = Field(default=None, max_length=MAX_PROMPT_CHARS)
-    task_completion_quality: str | None = Field(default=None, max_length=MAX_PROMPT_CHARS)
-    hallucination_score: str | None = Field(default=None, max_length=MAX_PROMPT_CHARS)
-    tool_call_appropriateness: str | None = Field(default=None, max_length=MAX_PROMPT_CHARS)
+    bat-cli's names of the dimensions (``relevance``, ``task_completion``,
+    ``hallucination``, ``tool_call``) are read as ours.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    response_relevance: str | None = Field(
+        default=None,
+        max_length=MAX_PROMPT_CHARS,
+        validation_alias=AliasChoices("response_relevance", "relevance"),
+    )
+    task_completion_quality: str | None = Field(
+        default=None,
+        max_length=MAX_PROMPT_CHARS,
+        validation_alias=AliasChoices("task_completion_quality", "task_completion"),
+    )
+    hallucination_score: str | None = Field(
+        default=None,
+        max_length=MAX_PROMPT_CHARS,
+        validation_alias=AliasChoices("hallucination_score", "hallucination"),
+    )
+    tool_call_appropriateness: str | None = Field(
+        default=None,
+        max_length=MAX_PROMPT_CHARS,
+        validation_alias=AliasChoices("tool_call_appropriateness", "tool_call"),
+    )
 
 
 class JudgeSpec(_ProviderModel):
@@ -89,8 +177,13 @@ class JudgeSpec(_ProviderModel):
 
     ``provider: ollama`` speaks Ollama's native ``/api/chat``; any other provider speaks
     OpenAI-compatible chat completions at ``base_url`` (OpenAI, vLLM, llama.cpp server,
-    LM Studio, Ollama's ``/v1``).
+    LM Studio, Ollama's ``/v1``). ``budget_chars`` is also read under bat-cli's name
+    ``max_trajectory_chars``; ``env`` holds variables the judge reads (its API key) before
+    the shell and the agent's ``.env``. bat-cli's ``mode: outcome`` (one lenient score)
+    has no counterpart here: it is accepted with a warning (see ``config_warnings``).
     """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     provider: str = Field(default="openai", min_length=1)
     api_key_env: str | None = None
@@ -98,7 +191,21 @@ class JudgeSpec(_ProviderModel):
     concurrency: int = Field(default=16, ge=1, le=256)
     timeout_s: float = Field(default=60, gt=0)
     max_retries: int = Field(default=4, ge=0, le=20)
-    budget_chars: int = Field(default=12000, ge=500, le=1_000_000)
+    budget_chars: int = Field(
+        default=12000,
+        ge=500,
+        le=1_000_000,
+        validation_alias=AliasChoices("budget_chars", "max_trajectory_chars"),
+    )
+    mode: Literal["full", "outcome"] = "full"
+    env: EnvMap = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_budget(cls, value: Any) -> Any:
+        if isinstance(value, dict) and {"budget_chars", "max_trajectory_chars"} <= value.keys():
+            raise ValueError("set budget_chars or max_trajectory_chars (the same thing), not both")
+        return value
 
 
 class AgentSpec(_Strict):
@@ -107,14 +214,15 @@ class AgentSpec(_Strict):
     start: bool = True
     command: str = Field(default="uv run .", min_length=1)
     root: Path = Path(".")
-    env: dict[str, str] = Field(default_factory=dict)
+    env: EnvMap = Field(default_factory=dict)
     spans_file: Path | None = None  # spans of an agent that is already running (start: false)
+    max_restarts: int = Field(default=20, ge=0, le=1000)  # per model, when the agent dies
 
 
 class EvaluationSection(_Strict):
     """The ``evaluation:`` block."""
 
-    run_name: str | None = None
+    run_name: str | None = Field(default=None, min_length=1, max_length=100)
     dataset: Path = Path("eval/input/tasks.json")
     output_dir: Path = Path("eval/output")
     agent_url: str | None = None
@@ -124,6 +232,7 @@ class EvaluationSection(_Strict):
     qualitative: bool = False
     concurrency: int = Field(default=8, ge=1, le=1024)
     turn_timeout_s: float = Field(default=60, gt=0)
+    extra_spans: list[Path] = Field(default_factory=list)  # span files of agents it calls
     agent: AgentSpec = Field(default_factory=AgentSpec)
 
     @field_validator("agent_url")
@@ -140,10 +249,15 @@ class EvaluationSection(_Strict):
 
     @field_validator("run_name")
     @classmethod
-    def _safe_name(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", value):
-            raise ValueError("use up to 64 letters, digits, '.', '_' or '-'")
+    def _printable(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or not value.isprintable()):
+            raise ValueError("a run name needs a visible character and no control characters")
         return value
+
+    @field_validator("extra_spans", mode="before")
+    @classmethod
+    def _no_spans(cls, value: Any) -> Any:
+        return [] if value is None else value
 
 
 class EvalConfig(_Strict):
@@ -151,19 +265,23 @@ class EvalConfig(_Strict):
 
     evaluation: EvaluationSection = Field(default_factory=EvaluationSection)
     models: list[ModelSpec] = Field(default_factory=list)
-    judge: JudgeSpec | list[JudgeSpec] | None = None
+    judge: list[JudgeSpec] = Field(default_factory=list)  # ``judge:`` holds one or several
 
     @property
     def judges(self) -> list[JudgeSpec]:
-        """The judges, as a list (``judge:`` may hold one or several)."""
-        if self.judge is None:
-            return []
-        return list(self.judge) if isinstance(self.judge, list) else [self.judge]
+        return list(self.judge)
 
     @field_validator("models", mode="before")
     @classmethod
     def _no_models(cls, value: Any) -> Any:
         return [] if value is None else value  # `models:` with every entry commented out
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _judge_list(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        return value if isinstance(value, list) else [value]
 
 
 class ResolvedConfig(BaseModel):
@@ -177,6 +295,10 @@ class ResolvedConfig(BaseModel):
     dataset: Path
     output_dir: Path
     agent_url: str
+    agent_url_source: str  # where agent_url came from, for eval.show and messages
+    model_dirs: tuple[str, ...] = ()  # the folder of each models: entry, in order
+    extra_spans: tuple[Path, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     @property
     def evaluation(self) -> EvaluationSection:
@@ -187,15 +309,47 @@ class ResolvedConfig(BaseModel):
         """The models to run; ``[None]`` means the agent's own settings, once."""
         return list(self.config.models) or [None]
 
+    def model_dir(self, model: ModelSpec | None) -> str:
+        """The folder of ``model`` in a run directory."""
+        if model is None:
+            return "agent-default"
+        return self.model_dirs[self.config.models.index(model)]
+
+    def model_label(self, model: ModelSpec | None) -> str:
+        """How ``model`` is named in messages, summaries and charts (unique in a run)."""
+        if model is None:
+            return "agent-default"
+        if model.name:
+            return model.name
+        labels = [m.label for m in self.config.models]
+        if labels.count(model.label) > 1:
+            return f"{model.label} [{self.model_dir(model)}]"
+        return model.label
+
     @property
     def agent_port(self) -> int:
         parts = urlsplit(self.agent_url)
         return parts.port or (443 if parts.scheme == "https" else 80)
 
 
+# Where ``${VAR}`` is replaced: key paths with ``*`` for any list index or mapping key.
+EXPANDED = (
+    ("evaluation", "agent_url"),
+    ("evaluation", "agent", "env", "*"),
+    ("models", "*", "base_url"),
+    ("models", "*", "env", "*"),
+    ("judge", "base_url"),
+    ("judge", "env", "*"),
+    ("judge", "*", "base_url"),
+    ("judge", "*", "env", "*"),
+)
+
+
 def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> ResolvedConfig:
     """Read, validate and resolve an eval.yaml; relative paths are taken from ``base`` (cwd)."""
     import yaml
+
+    from bat.evaluation.agent_settings import AgentSettings, agent_address, read_dotenv
 
     base = Path.cwd() if base is None else base
     try:
@@ -212,33 +366,152 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
         data = {}
     if not isinstance(data, dict):
         raise InputError(f"{file}: the top level must be a mapping of keys")
+    root = (base / _raw_root(data)).resolve()
+    dotenv = read_dotenv(root / ".env")
+    problems = _expand_variables(data, {**dotenv, **os.environ}, file, text)
+    single_judge = isinstance(data.get("judge"), dict | str)
     try:
         config = EvalConfig.model_validate(data)
     except ValidationError as exc:
-        problems = validation_problems(file, text, exc)
-        raise InputError(f"{file} has {len(problems)} problem(s)", details=problems) from None
+        problems += validation_problems(
+            file, text, exc, fix_path=_single_judge_path if single_judge else None
+        )
+    if problems:
+        raise InputError(f"{file} has {len(problems)} problem(s)", details=problems)
+    model_dirs = _model_dirs(config.models, file, text)
     evaluation = config.evaluation
-    root = (base / evaluation.agent.root).resolve()
+    if evaluation.agent_url:
+        agent_url, source = evaluation.agent_url, f"{file}: evaluation.agent_url"
+    else:
+        env = {**dotenv, **os.environ, **evaluation.agent.env}
+        settings = AgentSettings.read(root, env) if root.is_dir() else None
+        host, port = agent_address(settings, dotenv)
+        agent_url = f"http://{host}:{port}"
+        if settings is not None and settings.endpoint_source:
+            source = settings.endpoint_source
+        elif dotenv.get("PORT", "").strip().isdigit():
+            source = f"{root / '.env'}: PORT"
+        else:
+            source = "the default port"
     return ResolvedConfig(
         file=file,
         config=config,
         root=root,
         dataset=base / evaluation.dataset,
         output_dir=base / evaluation.output_dir,
-        agent_url=evaluation.agent_url or f"http://127.0.0.1:{_dotenv_port(root)}",
+        agent_url=agent_url,
+        agent_url_source=source,
+        model_dirs=tuple(model_dirs),
+        extra_spans=tuple(base / path for path in evaluation.extra_spans),
+        warnings=tuple(config_warnings(config, file)),
     )
 
 
-def _dotenv_port(root: Path) -> int:
-    """The PORT of the agent's .env (where a started agent will listen), else 9900."""
-    try:
-        lines = (root / ".env").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return DEFAULT_PORT
-    for line in lines:
-        key, sep, value = line.strip().removeprefix("export ").partition("=")
-        if sep and key.strip() == "PORT":
-            value = value.split("#", 1)[0].strip().strip("'\"")
-            if value.isdigit():
-                return int(value)
-    return DEFAULT_PORT
+def config_warnings(config: EvalConfig, file: Path) -> list[str]:
+    """bat-cli keys accepted without a meaning here, each named."""
+    warnings = []
+    for index, judge in enumerate(config.judges):
+        if judge.mode == "outcome":
+            where = "judge" if len(config.judges) == 1 else f"judge[{index}]"
+            warnings.append(
+                f"{file}: {where}.mode: 'outcome' (bat-cli's one lenient score) is not "
+                "supported; bat scores its four dimensions from the whole episode"
+            )
+    return warnings
+
+
+def _raw_root(data: dict[str, Any]) -> str:
+    """``evaluation.agent.root`` as written (the agent's .env is read before validation)."""
+    evaluation = data.get("evaluation")
+    agent = evaluation.get("agent") if isinstance(evaluation, dict) else None
+    root = agent.get("root") if isinstance(agent, dict) else None
+    return root if isinstance(root, str) and root else "."
+
+
+def _expand_variables(data: Any, env: dict[str, str], file: Path, text: str) -> list[str]:
+    """Replace ``${VAR}`` in place at the ``EXPANDED`` paths; one problem per unset one."""
+    problems: list[tuple[int, str]] = []
+    lines: dict | None = None
+
+    def visit(node: Any, pattern: tuple[str, ...], path: tuple) -> None:
+        nonlocal lines
+        if not pattern:
+            return
+        head, rest = pattern[0], pattern[1:]
+        if isinstance(node, dict):
+            keys = list(node) if head == "*" else [head] if head in node else []
+        elif isinstance(node, list) and head == "*":
+            keys = list(range(len(node)))
+        else:
+            return
+        for key in keys:
+            value = node[key]
+            if rest:
+                visit(value, rest, (*path, key))
+            elif isinstance(value, str) and "${" in value:
+                try:
+                    node[key] = expand(value, env)
+                except UnsetVariable as exc:
+                    lines = line_index(text) if lines is None else lines
+                    line = lines.get((*path, key))
+                    where = f" (line {line})" if line else ""
+                    problems.append(
+                        (
+                            line or 0,
+                            f"{file}: {dotted((*path, key))}{where}: ${{{exc.name}}} is not set "
+                            "in the shell or the agent's .env (or write ${"
+                            f"{exc.name}:-default}})",
+                        )
+                    )
+
+    for pattern in EXPANDED:
+        visit(data, pattern, ())
+    return [message for _, message in sorted(problems)]
+
+
+def _single_judge_path(path: tuple) -> tuple:
+    """``judge[0].mode`` -> ``judge.mode`` when the file has one judge, not a list."""
+    if len(path) >= 2 and path[0] == "judge" and path[1] == 0:
+        return ("judge", *path[2:])
+    return path
+
+
+def _model_dirs(models: list[ModelSpec], file: Path, text: str) -> list[str]:
+    """A distinct folder per ``models:`` entry; real duplicates are refused.
+
+    ``name:`` is the folder when given. Otherwise the slug ``provider_model``; when
+    several entries share a slug (the same model with other settings, or ``a:b/c`` and
+    ``a:b_c``), each gets a short hash of its settings added, which stays the same from
+    one run to the next so runs can be compared model by model.
+    """
+    lines = line_index(text)
+    problems = []
+    seen: dict[str, int] = {}
+    for index, model in enumerate(models):
+        first = seen.setdefault(model.identity, index)
+        if first != index:
+            line = lines.get(("models", index))
+            where = f" (line {line})" if line else ""
+            problems.append(
+                f"{file}: models[{index}]{where}: the same model as models[{first}] "
+                "(provider, model, base_url and env alike); remove one"
+            )
+    slugs = [model.slug for model in models]
+    dirs = []
+    for model in models:
+        if model.name:
+            dirs.append(model.name)
+        elif slugs.count(model.slug) > 1:
+            digest = hashlib.sha256(model.identity.encode()).hexdigest()[:8]
+            dirs.append(f"{model.slug}-{digest}")
+        else:
+            dirs.append(model.slug)
+    for index, name in enumerate(dirs):
+        if name == "agent-default" or dirs.index(name) != index:
+            line = lines.get(("models", index))
+            where = f" (line {line})" if line else ""
+            other = "is reserved" if name == "agent-default" else "is taken by another model"
+            problems.append(f"{file}: models[{index}]{where}: the folder name {name!r} {other}")
+    if problems:
+        raise InputError(f"{file} has {len(problems)} problem(s)", details=problems)
+    return dirs

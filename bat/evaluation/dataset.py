@@ -14,13 +14,17 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bat.errors import InputError
 from bat.evaluation.locate import line_index, validation_problems
 
-Status = Literal["completed", "input-required", "working", "error"]
-STATUS_SYNONYMS = {"failed": "error", "input_required": "input-required"}
+Status = Literal["completed", "input-required", "auth-required", "working", "error"]
+STATUS_SYNONYMS = {
+    "failed": "error",
+    "input_required": "input-required",
+    "auth_required": "auth-required",
+}
 
 
 def normalize_status(value: Any) -> Any:
@@ -44,16 +48,22 @@ class ToolCallExpectation(_Strict):
 
 
 class AgentCallExpectation(_Strict):
-    """Another agent this agent must call, at least ``times``."""
+    """Another agent this agent must call, at least ``times`` (bat-cli writes ``agent``)."""
 
-    name: str = Field(min_length=1)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str = Field(min_length=1, validation_alias=AliasChoices("name", "agent"))
     times: int = Field(default=1, ge=1)
 
 
 class TaskExpected(_Strict):
-    """What a successful episode looks like; every check is optional but ``status``."""
+    """What a successful episode looks like; every check is optional.
 
-    status: Status = "completed"
+    ``status`` defaults to ``completed``; an explicit ``null`` (as bat-cli writes it)
+    means the final status is not checked.
+    """
+
+    status: Status | None = "completed"
     output_must_contain: list[str] = Field(default_factory=list)
     output_must_not_contain: list[str] = Field(default_factory=list)
     output_regex: str | None = None
@@ -84,6 +94,22 @@ class TaskExpected(_Strict):
     def checks_tools(self) -> bool:
         """Whether any check needs the names or arguments of tool calls."""
         return bool(self.tool_calls or self.tool_call_order)
+
+    @property
+    def checks_beyond_status(self) -> bool:
+        """Whether anything but the final status is checked: a task that checks only the
+        status (or nothing) passes on an empty or wrong answer, which says little."""
+        return bool(
+            self.output_must_contain
+            or self.output_must_not_contain
+            or self.output_regex is not None
+            or self.tool_calls
+            or self.tool_call_order
+            or self.max_model_calls is not None
+            or self.max_tokens is not None
+            or self.no_errors
+            or self.agent_calls
+        )
 
 
 class TaskSpec(_Strict):

@@ -8,7 +8,7 @@ the line it starts on, so each validation error can be reported as
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -49,19 +49,46 @@ def dotted(path: Iterable[str | int]) -> str:
     return out or "(top level)"
 
 
-def validation_problems(file: Path, text: str, error: Any, *, prefix: Path_ = ()) -> list[str]:
-    """One ``file: key.path (line N): message`` line per error of a pydantic ValidationError."""
+def validation_problems(
+    file: Path,
+    text: str,
+    error: Any,
+    *,
+    prefix: Path_ = (),
+    fix_path: Callable[[Path_], Path_] | None = None,
+) -> list[str]:
+    """One ``file: key.path (line N): message`` line per error of a pydantic ValidationError.
+
+    Messages speak the file's words: pydantic's mentions of model classes ("a valid
+    dictionary or instance of JudgeSpec") become what the file should hold. ``fix_path``
+    maps an error's key path back to the file's shape where a validator reshaped it.
+    """
     lines = line_index(text)
     problems = []
     for item in error.errors(include_url=False):
         path = (*prefix, *item["loc"])
+        if fix_path is not None:
+            path = fix_path(path)
         line = _nearest_line(lines, path)
         where = f" (line {line})" if line else ""
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
             message = "unknown key"
+        elif item["type"] in ("model_type", "model_attributes_type", "dict_type"):
+            message = f"expected a mapping of keys, got {_kind(item.get('input'))}"
         problems.append((line or 0, f"{file}: {dotted(path)}{where}: {message}"))
     return [text for _, text in sorted(problems, key=lambda pair: pair[0])]
+
+
+def _kind(value: Any) -> str:
+    """How a YAML/JSON value is called in a message: ``a list``, ``the text 'x'``..."""
+    if isinstance(value, str):
+        return f"the text {value[:40]!r}"
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "nothing"}[value]
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    return "a list" if isinstance(value, list) else type(value).__name__
 
 
 def _nearest_line(lines: dict[Path_, int], path: Path_) -> int | None:

@@ -5,10 +5,12 @@ Field names follow bat-cli's files (``attempts``, ``passed``, ``failed``,
 pass@k and pass^k use the unbiased estimators over the n judged attempts of a task, c of
 them passed: pass@k = 1 − C(n−c, k)/C(n, k) (at least one of k tries passes),
 pass^k = C(c, k)/C(n, k) (all k tries pass). Infrastructure failures are counted apart
-and left out of n: they say nothing about the agent. ``pass_at``/``pass_hat`` give the
-estimators for every k from 1 to n; a run's value for a k averages the tasks with at
-least k judged attempts. Pass rates carry a Wilson 95 % interval, which stays inside
-[0, 1] and is honest for the small n of k attempts.
+and left out of n: they say nothing about the agent. Agent errors are the agent's own
+outcome: they count in n (as failures, unless the task expected ``error``), and are
+tallied by kind (``records.AGENT_ERROR_KINDS``) so a CI script can branch on them.
+``pass_at``/``pass_hat`` give the estimators for every k from 1 to n; a run's value for
+a k averages the tasks with at least k judged attempts. Pass rates carry a Wilson 95 %
+interval, which stays inside [0, 1] and is honest for the small n of k attempts.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from math import comb, sqrt
 from typing import Any
 
-from bat.evaluation.records import EpisodeResult
+from bat.evaluation.records import AGENT_ERROR_KINDS, EpisodeResult
 
 Z95 = 1.959963984540054  # the standard normal quantile of 97.5 %
 
@@ -81,6 +83,8 @@ class EpisodeRow:
     tool_calls: int
     scores: dict[str, float | None] | None = None
     judge_error: str | None = None
+    agent_error: str | None = None  # the kind, when the agent answered with an error
+    vacuous: bool = False  # passed with an empty answer, or only the status checked
 
     @classmethod
     def of(cls, episode: EpisodeResult) -> EpisodeRow:
@@ -102,6 +106,8 @@ class EpisodeRow:
             total_tokens=usage.total_tokens,
             model_calls=usage.model_calls,
             tool_calls=len(episode.trace.tool_calls),
+            agent_error=episode.agent_error.kind if episode.agent_error else None,
+            vacuous=bool(episode.verdict and episode.verdict.vacuous),
             **_scores(episode.scores),
         )
 
@@ -134,6 +140,10 @@ def summarize(
         "passed": sum(t["passed"] for t in tasks),
         "failed": sum(t["failed"] for t in tasks),
         "infra_failures": sum(t["infra_failures"] for t in tasks),
+        "infra_failures_by_kind": _tally(row.infra_error for row in rows),
+        "agent_errors_total": sum(row.agent_error is not None for row in rows),
+        "agent_errors": agent_error_counts(rows),
+        "vacuous_passes": sum(row.vacuous for row in rows),
         "success_percentage": _percentage(
             sum(t["passed"] for t in tasks), sum(t["attempts"] for t in tasks)
         ),
@@ -167,6 +177,8 @@ def _task_summary(task_id: str, rows: list[EpisodeRow], k: int) -> dict[str, Any
         "passed": passed,
         "failed": attempts - passed,
         "infra_failures": infra,
+        "agent_errors": _tally(row.agent_error for row in rows),
+        "vacuous_passes": sum(row.vacuous for row in rows),
         "success_percentage": _percentage(passed, attempts),
         "pass_rate_ci95": wilson_interval(passed, attempts),
         "judged": judged,
@@ -176,6 +188,24 @@ def _task_summary(task_id: str, rows: list[EpisodeRow], k: int) -> dict[str, Any
         "pass_hat": {str(j): _round(pass_hat_k(judged, passed, j)) for j in range(1, judged + 1)},
         "judge": {name: stats["mean"] for name, stats in judge.items()} if judge else None,
     }
+
+
+def agent_error_counts(rows: Iterable[EpisodeRow]) -> dict[str, int]:
+    """Episodes per agent-error kind, every kind of the closed set present (0 or more)."""
+    counts = dict.fromkeys(AGENT_ERROR_KINDS, 0)
+    for row in rows:
+        if row.agent_error is not None:
+            counts[row.agent_error] = counts.get(row.agent_error, 0) + 1
+    return counts
+
+
+def _tally(values: Iterable[str | None]) -> dict[str, int]:
+    """How often each value occurs (None left out), in first-seen order."""
+    counts: dict[str, int] = {}
+    for value in values:
+        if value is not None:
+            counts[value] = counts.get(value, 0) + 1
+    return counts
 
 
 def _mean_by_k(tasks: list[dict[str, Any]], key: str) -> dict[str, float | None]:
@@ -221,6 +251,10 @@ def _episode_stats(rows: list[EpisodeRow], k: int, totals: dict[str, Any]) -> di
         "pass_rate": _round(totals["passed"] / count) if count else None,
         "pass_rate_ci95": wilson_interval(totals["passed"], count),
         "infra_failures": totals["infra_failures"],
+        "infra_failures_by_kind": totals["infra_failures_by_kind"],
+        "agent_errors_total": totals["agent_errors_total"],
+        "agent_errors": totals["agent_errors"],
+        "vacuous_passes": totals["vacuous_passes"],
         "k": k,
         "pass_at_k": totals["pass_at_k"],
         "pass_hat_k": totals["pass_hat_k"],

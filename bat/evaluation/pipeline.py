@@ -1,13 +1,20 @@
 """The stages of an evaluation, as plain functions the Invoke tasks call.
 
-``run_evaluation`` checks the inputs, then for each model starts the agent, runs the
-missing episodes and stops the agent; ``summarize_run`` and ``recheck_run`` work on a
-finished (or interrupted) run directory alone.
+``run_evaluation`` checks the inputs, then evaluates each model on its own
+(``model_run``): a model that cannot be evaluated is recorded with its reason and the
+end of its agent's log, and the next model runs. Each model is summarized as soon as its
+episodes are done. ``summarize_run`` and ``recheck_run`` work on a finished (or
+interrupted) run directory alone.
+
+What a run's end says (``RunReport.untrusted``): every model evaluated and no
+infrastructure failure left — the numbers stand; otherwise the run is *incomplete*
+(``eval.run`` exits 3): infrastructure failures remain (``--resume --retry-infra``
+runs them again), or a model could not be evaluated (``run.json`` status ``partial``).
+When no model could be evaluated at all, the run failed (status ``failed``, exit 1).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Callable
@@ -15,22 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bat.atomic import write_text_atomic
-from bat.errors import InputError, Interrupted
+from bat.errors import BatError, InputError, Interrupted, OperationError
 from bat.evaluation import rundir
-from bat.evaluation.agent_process import (
-    AgentProcess,
-    AgentSettings,
-    card_answers,
-    read_dotenv,
-    write_config_copy,
-)
-from bat.evaluation.config import ModelSpec, ResolvedConfig
+from bat.evaluation.agent_settings import AgentSettings, read_dotenv
+from bat.evaluation.config import ResolvedConfig
 from bat.evaluation.dataset import Dataset, load_dataset
 from bat.evaluation.metrics import EpisodeRow, summarize
-from bat.evaluation.progress import Progress
+from bat.evaluation.model_run import ModelRecord, failed, model_record, run_model
 from bat.evaluation.records import EpisodeResult
-from bat.evaluation.runner import EpisodeRunner, plan
-from bat.evaluation.spans import SpanIndex
 from bat.evaluation.verdict import judge_episode
 
 Say = Callable[[str], None]
@@ -45,18 +44,27 @@ class Preflight:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass
+class RunReport:
+    """Where a run is, and why its numbers are not to be trusted (empty: they are)."""
+
+    run_dir: Path
+    untrusted: list[str] = field(default_factory=list)
+
+
 def preflight(resolved: ResolvedConfig) -> Preflight:
     """Load the dataset and read the agent's settings; refuse what would waste a run."""
     dataset = load_dataset(resolved.dataset)
     agent = resolved.evaluation.agent
     settings = None
-    warnings: list[str] = []
+    warnings: list[str] = [*resolved.warnings, *dataset_warnings(dataset)]
     if agent.start:
         if not resolved.root.is_dir():
             raise InputError(
                 f"agent root {resolved.root} is not a directory (evaluation.agent.root)"
             )
-        settings = AgentSettings.read(resolved.root, {**os.environ, **agent.env})
+        env = {**read_dotenv(resolved.root / ".env"), **os.environ, **agent.env}
+        settings = AgentSettings.read(resolved.root, env)
         problems = settings.problems_for(
             needs_tool_names=any(t.expected.checks_tools for t in dataset.tasks),
             needs_tool_args=any(
@@ -76,155 +84,162 @@ def preflight(resolved: ResolvedConfig) -> Preflight:
     return Preflight(dataset=dataset, settings=settings, warnings=warnings)
 
 
+def dataset_warnings(dataset: Dataset) -> list[str]:
+    """Tasks whose pass would prove little: they check nothing but the final status."""
+    weak = [task.id for task in dataset.tasks if not task.expected.checks_beyond_status]
+    if not weak:
+        return []
+    names = ", ".join(weak[:5]) + (f" and {len(weak) - 5} more" if len(weak) > 5 else "")
+    return [
+        f"{len(weak)} task(s) check nothing but the final status ({names}): an empty or "
+        "wrong answer passes them (add output_must_contain, output_regex or tool_calls)"
+    ]
+
+
 def run_evaluation(
-    resolved: ResolvedConfig, *, resume: str | bool | None = None, say: Say = print
-) -> Path:
-    """Run every missing episode of every model; returns the run directory."""
+    resolved: ResolvedConfig,
+    *,
+    resume: str | bool | None = None,
+    retry_infra: bool = False,
+    say: Say = print,
+) -> RunReport:
+    """Run every missing episode of every model; returns the run and what it lacks."""
     checked = preflight(resolved)
     for warning in checked.warnings:
         say(f"warning: {warning}")
     evaluation = resolved.evaluation
-    models = resolved.models
-    if resume:
-        run_dir = rundir.find_run(resolved.output_dir, None if resume is True else str(resume))
-        record = rundir.update_run(run_dir, status="running", resumed_at=rundir.now_iso())
-        if record.get("dataset_sha256") != checked.dataset.sha256:
+    records = [model_record(resolved, model) for model in resolved.models]
+    if resume or retry_infra:
+        wanted = None if resume in (None, True) else str(resume)
+        run_dir = rundir.find_run(resolved.output_dir, wanted)
+        earlier = rundir.update_run(run_dir, status="running", resumed_at=rundir.now_iso())
+        if earlier.get("dataset_sha256") != checked.dataset.sha256:
             say(
                 f"warning: the dataset changed since {run_dir.name} started; "
                 "new tasks are added to it"
             )
+        _carry_over(records, earlier)
     else:
         run_dir = rundir.new_run_dir(resolved.output_dir, evaluation.run_name)
-        rundir.write_run(run_dir, _run_record(resolved, checked.dataset, run_dir))
+        rundir.write_run(run_dir, _run_record(resolved, checked.dataset, run_dir, records))
     say(f"run {run_dir}")
+    errors: list[BatError] = []
     try:
-        for model in models:
-            _run_model(resolved, checked, run_dir, model, say)
+        for model, record in zip(resolved.models, records, strict=True):
+            error = _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say)
+            errors += [error] if error else []
+            rundir.update_run(run_dir, models=[r.as_json() for r in records])
     except KeyboardInterrupt:
-        rundir.update_run(run_dir, status="interrupted", ended_at=rundir.now_iso())
+        rundir.update_run(
+            run_dir,
+            status="interrupted",
+            ended_at=rundir.now_iso(),
+            models=[r.as_json() for r in records],
+        )
         raise Interrupted(
             f"interrupted: finished episodes are saved in {run_dir}; "
             f"finish the run with: bat eval.run --resume {run_dir.name}"
         ) from None
-    except BaseException:
-        rundir.update_run(run_dir, status="failed", ended_at=rundir.now_iso())
-        raise
-    rundir.update_run(run_dir, status="completed", ended_at=rundir.now_iso())
-    return run_dir
+    return _conclude(run_dir, records, errors)
 
 
-def _run_record(resolved: ResolvedConfig, dataset: Dataset, run_dir: Path) -> dict:
+def _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say) -> BatError | None:
+    """Run one model; a failure is recorded for that model (and returned), and the run
+    goes on."""
+    log = run_dir / f"agent-{record.dir}.log"
+    try:
+        run_model(
+            resolved,
+            checked.dataset,
+            checked.settings,
+            run_dir,
+            model,
+            record,
+            retry_infra=retry_infra,
+            say=say,
+        )
+    except BatError as exc:
+        failed(record, exc.message, log)
+        say(f"[{record.label}] could not be evaluated: {exc.message}")
+        for line in record.log_tail:
+            say(f"  | {line}")
+        return exc
+    finally:
+        summarize_model(run_dir, record.as_json(), rundir.read_run(run_dir))
+    return None
+
+
+def _conclude(run_dir: Path, records: list[ModelRecord], errors: list[BatError]) -> RunReport:
+    """Write the run's end to run.json; say what makes its numbers incomplete."""
+    lost = [r for r in records if r.status == "failed"]
+    status = "failed" if len(lost) == len(records) else "partial" if lost else "completed"
+    infra = {r.label: rundir.infra_failures(run_dir / r.dir) for r in records}
+    infra_total = sum(len(found) for found in infra.values())
+    rundir.update_run(
+        run_dir,
+        status=status,
+        ended_at=rundir.now_iso(),
+        models=[r.as_json() for r in records],
+        infra_failures=infra_total,
+    )
+    if status == "failed":
+        if len(errors) == 1:  # one model: its own error, with its own exit status
+            first = errors[0]
+            raise type(first)(first.message, details=[*first.details, *lost[0].log_tail])
+        raise OperationError(
+            f"no model could be evaluated (run {run_dir.name})",
+            details=[f"{r.label}: {r.reason}" for r in lost],
+        )
+    untrusted = [f"{r.label} could not be evaluated: {r.reason}" for r in lost]
+    for label, found in infra.items():
+        if found:
+            untrusted.append(
+                f"{label}: {len(found)} infrastructure failure(s) "
+                f"(run them again: bat eval.run --resume {run_dir.name} --retry-infra)"
+            )
+    return RunReport(run_dir=run_dir, untrusted=untrusted)
+
+
+def _carry_over(records: list[ModelRecord], earlier: dict) -> None:
+    """Restarts and retries of a resumed run's models keep counting from before."""
+    before = {m.get("dir"): m for m in earlier.get("models", []) if isinstance(m, dict)}
+    for record in records:
+        old = before.get(record.dir) or {}
+        for key in ("restarts", "requests_resent", "episodes_run"):
+            if isinstance(old.get(key), int):
+                setattr(record, key, old[key])
+
+
+def _run_record(
+    resolved: ResolvedConfig, dataset: Dataset, run_dir: Path, records: list[ModelRecord]
+) -> dict:
     evaluation = resolved.evaluation
     return {
         "schema": rundir.RUN_SCHEMA,
         "run_id": run_dir.name,
+        "run_name": evaluation.run_name,
         "status": "running",
         "started_at": rundir.now_iso(),
         "config_file": str(resolved.file),
-        "config": resolved.config.model_dump(mode="json"),
+        "config": _config_without_secrets(resolved),
         "agent_url": resolved.agent_url,
         "dataset": str(dataset.path),
         "dataset_sha256": dataset.sha256,
         "tasks": [task.id for task in dataset.tasks],
         "k": evaluation.k,
-        "models": [_model_entry(model) for model in resolved.models],
+        "models": [record.as_json() for record in records],
         "versions": rundir.versions(),
     }
 
 
-def _model_entry(model: ModelSpec | None) -> dict:
-    if model is None:
-        return {"label": "agent-default", "dir": "agent-default"}
-    return {"label": model.label, "dir": model.dir_name}
-
-
-def _run_model(
-    resolved: ResolvedConfig, checked: Preflight, run_dir: Path, model: ModelSpec | None, say: Say
-) -> None:
-    evaluation = resolved.evaluation
-    entry = _model_entry(model)
-    model_dir = run_dir / entry["dir"]
-    work = plan(checked.dataset.tasks, evaluation.k, rundir.episodes_done(model_dir))
-    if not work:
-        say(f"[{entry['label']}] every episode is already there")
-        return
-    model_dir.mkdir(parents=True, exist_ok=True)
-    agent = None
-    spans_file: Path | None = evaluation.agent.spans_file
-    if evaluation.agent.start:
-        # Spans are read only when the agent has a config.yaml to send them to our file.
-        spans_file = model_dir / "spans.jsonl" if checked.settings.config_path else None
-        agent = _agent_process(
-            resolved,
-            checked.settings,
-            model,
-            model_dir,
-            run_dir / f"agent-{entry['dir']}.log",
-            spans_file,
-        )
-    elif not card_answers(resolved.agent_url):
-        raise InputError(
-            f"no agent answers at {resolved.agent_url} (evaluation.agent.start is false)"
-        )
-    try:
-        if agent is not None:
-            say(
-                f"[{entry['label']}] starting the agent: {evaluation.agent.command} "
-                f"(in {resolved.root})"
-            )
-            agent.start()
-            seconds = agent.wait_ready()
-            say(f"[{entry['label']}] agent ready at {resolved.agent_url} after {seconds:.1f} s")
-        progress = Progress(entry["label"], len(work))
-        asyncio.run(
-            _episodes(resolved, entry["label"], model_dir, work, spans_file, agent, progress)
-        )
-        progress.finish()
-    finally:
-        if agent is not None:
-            agent.stop()
-
-
-async def _episodes(resolved, label, model_dir, work, spans_file, agent, progress) -> None:
-    from bat.evaluation.adapter import A2ASession
-
-    evaluation = resolved.evaluation
-    async with A2ASession(resolved.agent_url, concurrency=evaluation.concurrency) as session:
-        runner = EpisodeRunner(
-            session,
-            model=label,
-            model_dir=model_dir,
-            concurrency=evaluation.concurrency,
-            turn_timeout_s=evaluation.turn_timeout_s,
-            spans=SpanIndex(spans_file) if spans_file is not None else None,
-            agent_alive=agent.alive if agent is not None else None,
-            on_done=lambda outcome: progress.update(outcome.passed, outcome.infra),
-        )
-        await runner.run(work)
-
-
-def _agent_process(resolved, settings, model, model_dir, log, spans_file) -> AgentProcess:
-    agent = resolved.evaluation.agent
-    env = {**read_dotenv(resolved.root / ".env"), **os.environ, **agent.env}
-    if model is not None:
-        env.update(MODEL=model.model, MODEL_PROVIDER=model.provider)
-        if model.base_url:
-            env["BASE_URL"] = model.base_url
-        env.update(model.env)
-    env["PORT"] = str(resolved.agent_port)
-    if settings is not None and spans_file is not None:
-        copy = write_config_copy(settings, model_dir / "agent-config.yaml", spans_file.resolve())
-        if copy is not None:
-            env["CONFIG_PATH"] = str(copy.resolve())
-    return AgentProcess(
-        agent.command,
-        root=resolved.root,
-        env=env,
-        log=log,
-        url=resolved.agent_url,
-        startup_timeout_s=resolved.evaluation.agent_startup_timeout_s,
-        shutdown_timeout_s=resolved.evaluation.agent_shutdown_timeout_s,
-    )
+def _config_without_secrets(resolved: ResolvedConfig) -> dict:
+    """The resolved config with every ``env`` map reduced to its names: values may be API
+    keys (``${OPENAI_API_KEY}`` is expanded before this point)."""
+    config = resolved.config.model_dump(mode="json")
+    holders = [config["evaluation"]["agent"], *config["models"], *config["judge"]]
+    for holder in holders:
+        holder["env"] = sorted(holder.get("env") or {})
+    return config
 
 
 def judge_stage(resolved: ResolvedConfig, run_dir: Path, *, say: Say = print) -> None:
@@ -252,34 +267,53 @@ def load_episodes(model_dir: Path):
 
 
 def summarize_run(run_dir: Path, *, say: Say = print) -> list[Path]:
-    """Write summary.json and metrics.json for every model of the run."""
+    """Write summary.json and metrics.json for every model of the run; say each result."""
     record = rundir.read_run(run_dir)
     written = []
     for model in record.get("models", []):
-        model_dir = run_dir / model["dir"]
-        rows = [EpisodeRow.of(episode) for _, episode in load_episodes(model_dir)]
-        if not rows:
+        files = summarize_model(run_dir, model, record)
+        if not files:
             continue
-        summary, metrics = summarize(
-            rows, k=record.get("k", 1), model=model["label"], task_order=record.get("tasks", [])
-        )
-        summary["run_id"] = metrics["run_id"] = record.get("run_id", run_dir.name)
-        for name, content in (("summary.json", summary), ("metrics.json", metrics)):
-            write_text_atomic(model_dir / name, json.dumps(content, indent=1) + "\n")
-            written.append(model_dir / name)
-        totals = summary["totals"]
-        k = record.get("k", 1)
-        infra = (
-            f", {totals['infra_failures']} infrastructure failures"
-            if totals["infra_failures"]
-            else ""
-        )
-        say(
-            f"[{model['label']}] {totals['passed']}/{totals['attempts']} episodes passed "
-            f"({totals['success_percentage']:g}%), "
-            f"pass@{k} {_pct(totals['pass_at_k'])}, pass^{k} {_pct(totals['pass_hat_k'])}{infra}"
-        )
+        written += files
+        totals = json.loads(files[0].read_text(encoding="utf-8"))["totals"]
+        say(result_line(model["label"], totals, record.get("k", 1)))
     return written
+
+
+def summarize_model(run_dir: Path, model: dict, record: dict) -> list[Path]:
+    """summary.json and metrics.json of one model folder (none without episodes)."""
+    model_dir = run_dir / model["dir"]
+    rows = [EpisodeRow.of(episode) for _, episode in load_episodes(model_dir)]
+    if not rows:
+        return []
+    summary, metrics = summarize(
+        rows, k=record.get("k", 1), model=model["label"], task_order=record.get("tasks", [])
+    )
+    summary["run_id"] = metrics["run_id"] = record.get("run_id", run_dir.name)
+    written = []
+    for name, content in (("summary.json", summary), ("metrics.json", metrics)):
+        write_text_atomic(model_dir / name, json.dumps(content, indent=1) + "\n")
+        written.append(model_dir / name)
+    return written
+
+
+def result_line(label: str, totals: dict, k: int) -> str:
+    """The one line that says how a model did, with what makes the number weaker."""
+    notes = []
+    if totals.get("agent_errors_total"):
+        kinds = ", ".join(f"{n} {kind}" for kind, n in totals["agent_errors"].items() if n)
+        notes.append(f"{totals['agent_errors_total']} agent errors ({kinds})")
+    if totals["infra_failures"]:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in totals["infra_failures_by_kind"].items())
+        notes.append(f"{totals['infra_failures']} infrastructure failures ({kinds})")
+    if totals.get("vacuous_passes"):
+        notes.append(f"{totals['vacuous_passes']} vacuous passes")
+    return (
+        f"[{label}] {totals['passed']}/{totals['attempts']} episodes passed "
+        f"({totals['success_percentage']:g}%), "
+        f"pass@{k} {_pct(totals['pass_at_k'])}, pass^{k} {_pct(totals['pass_hat_k'])}"
+        + "".join(f"; {note}" for note in notes)
+    )
 
 
 def recheck_run(run_dir: Path, dataset: Dataset, *, say: Say = print) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 
@@ -24,20 +25,35 @@ class Progress:
         self.stream = stream or sys.stderr
         self.live = _is_live(self.stream)
         self.plain_every_s = plain_every_s
-        self.done = self.passed = self.infra = 0
+        self.done = self.passed = self.infra = self.agent_errors = 0
         self.started = time.monotonic()
         self._last_draw = float("-inf")
         self._drawn = -1  # the count shown last, so the end is not printed twice
 
-    def update(self, passed: bool, infra: bool) -> None:
+    def update(self, outcome) -> None:
+        """Count one finished episode (a ``runner.Outcome``)."""
         self.done += 1
-        self.passed += passed
-        self.infra += infra
+        self.passed += outcome.passed
+        self.infra += outcome.infra
+        self.agent_errors += outcome.agent_error is not None
         now = time.monotonic()
         interval = 0.1 if self.live else self.plain_every_s
         if now - self._last_draw >= interval or self.done == self.total:
             self._last_draw = now
             self._draw(final=False)
+
+    def notice(self, say: Callable[[str], None]) -> Callable[[str], None]:
+        """A ``say`` that prints a message on a line of its own, above the live line."""
+
+        def tell(text: str) -> None:
+            if self.live and self._drawn >= 0:
+                self.stream.write("\r\x1b[2K")
+                self.stream.flush()
+            say(text)
+            if self.live and self._drawn >= 0:
+                self._draw(final=False)
+
+        return tell
 
     def finish(self) -> None:
         if self.live or self._drawn != self.done:
@@ -49,9 +65,10 @@ class Progress:
         left = (self.total - self.done) / rate if rate > 0 else None
         eta = _clock(left) if left is not None else "--:--"
         infra = f", {self.infra} infra" if self.infra else ""
+        errors = f", {self.agent_errors} agent errors" if self.agent_errors else ""
         return (
-            f"[{self.label}] {self.done}/{self.total} episodes, {self.passed} passed{infra}, "
-            f"{_clock(elapsed)} elapsed, ETA {eta}"
+            f"[{self.label}] {self.done}/{self.total} episodes, {self.passed} passed"
+            f"{errors}{infra}, {_clock(elapsed)} elapsed, ETA {eta}"
         )
 
     def _draw(self, *, final: bool) -> None:

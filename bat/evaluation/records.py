@@ -12,7 +12,32 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 EPISODE_SCHEMA = "bat.episode/1"
-InfraKind = Literal["unreachable", "timeout", "crash", "protocol"]
+# Why the harness could not observe the agent (the number is not to be trusted).
+InfraKind = Literal["unreachable", "timeout", "crash", "protocol", "not_run"]
+# Why a reachable agent that answered failed: a closed set a CI script can branch on
+# (belt's tokens, extended where A2A says more). ``bat.evaluation.failures`` classifies.
+AGENT_ERROR_KINDS = (
+    "authentication_failed",
+    "rate_limited",
+    "timeout",
+    "refused",
+    "model_error",
+    "agent_exception",
+    "canceled",
+    "crashed",
+    "unknown",
+)
+AgentErrorKind = Literal[
+    "authentication_failed",
+    "rate_limited",
+    "timeout",
+    "refused",
+    "model_error",
+    "agent_exception",
+    "canceled",
+    "crashed",
+    "unknown",
+]
 
 
 class StatusEvent(BaseModel):
@@ -81,10 +106,25 @@ class EpisodeTrace(BaseModel):
 
 
 class InfraError(BaseModel):
-    """The episode could not be judged on its merits: the harness or the agent broke."""
+    """The episode could not be observed: the agent was unreachable, timed out, died under
+    it or spoke broken A2A. Kept apart from the agent's results and out of pass@k."""
 
     kind: InfraKind
     message: str
+
+
+class AgentError(BaseModel):
+    """The agent answered, with a failure: its own outcome, counted in pass@k.
+
+    ``kind`` is one of ``AGENT_ERROR_KINDS``; ``code`` the JSON-RPC or HTTP status code
+    when the agent gave one; ``state`` the A2A task state it ended in (``failed``,
+    ``rejected``, ``canceled``), if any.
+    """
+
+    kind: AgentErrorKind
+    message: str
+    code: int | None = None
+    state: str | None = None
 
 
 class Check(BaseModel):
@@ -94,11 +134,16 @@ class Check(BaseModel):
 
 
 class Verdict(BaseModel):
-    """The deterministic verdict: passed only if every check passed."""
+    """The deterministic verdict: passed only if every check passed.
+
+    ``vacuous`` marks a pass that proves little: the answer was empty, or the task
+    checks nothing but the final status.
+    """
 
     passed: bool
     reason: str
     checks: list[Check] = Field(default_factory=list)
+    vacuous: bool = False
 
 
 class EpisodeResult(BaseModel):
@@ -111,11 +156,15 @@ class EpisodeResult(BaseModel):
     status: str
     final_output: str = ""
     infra_error: InfraError | None = None
+    agent_error: AgentError | None = None
     trace: EpisodeTrace
     verdict: Verdict | None = None
     scores: dict[str, Any] | None = None
     started_at: str
     ended_at: str
+    # Earlier records of this (task, attempt) that ``--retry-infra`` replaced, relative to
+    # the model folder (``retried/...``): kept, never overwritten.
+    earlier: list[str] = Field(default_factory=list)
 
     model_config = {"populate_by_name": True}
 

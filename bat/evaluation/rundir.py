@@ -8,6 +8,7 @@
       <model>/agent-config.yaml         the copy of config.yaml the agent was started with
       <model>/spans.jsonl               the agent's spans
       <model>/episodes/<task>__try<k>.json
+      <model>/retried/<task>__try<k>.<n>.json   records --retry-infra replaced
       <model>/summary.json  <model>/metrics.json
 
 Run ids start with the UTC time, so the latest run is the last name in order.
@@ -35,9 +36,14 @@ def now_iso() -> str:
 
 
 def new_run_dir(output_dir: Path, run_name: str | None) -> Path:
-    """A fresh, unique run directory under ``output_dir``."""
+    """A fresh, unique run directory under ``output_dir``.
+
+    The run name is free text (bat-cli allowed spaces); its folder-safe form is added to
+    the time stamp, and ``run.json`` keeps the name as written.
+    """
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    base = f"{stamp}-{run_name}" if run_name else stamp
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", run_name or "").strip("-.")[:64]
+    base = f"{stamp}-{safe}" if safe else stamp
     output_dir.mkdir(parents=True, exist_ok=True)
     for n in range(1, 1000):
         candidate = output_dir / (base if n == 1 else f"{base}-{n}")
@@ -108,6 +114,21 @@ def episodes_done(model_dir: Path) -> set[tuple[str, int]]:
             if match:
                 done.add((match["stem"], int(match["attempt"])))
     return done
+
+
+def infra_failures(model_dir: Path) -> set[tuple[str, int]]:
+    """``(task file stem, attempt)`` of every episode recorded as an infrastructure failure."""
+    found = set()
+    folder = model_dir / "episodes"
+    for path in folder.glob("*__try*.json") if folder.is_dir() else []:
+        match = _EPISODE.match(path.name)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if match and isinstance(data, dict) and data.get("infra_error"):
+            found.add((match["stem"], int(match["attempt"])))
+    return found
 
 
 def model_dirs(run_dir: Path) -> list[Path]:

@@ -1,29 +1,42 @@
-"""Running the episodes of one model concurrently and writing each one as it ends.
+"""Running the episodes of one model concurrently, writing each as it ends, surviving crashes.
 
 Every (task, attempt) is an episode; up to ``concurrency`` run at once on one event
 loop. Each result is written to ``episodes/`` atomically the moment it ends, so an
 interrupted run keeps everything finished and ``--resume`` only runs what is missing.
-A failed episode is recorded with its reason and never stops the run.
+
+**When the agent process dies** (bat started it), one crash must not spoil the rest of
+the run. No new episode starts; the episodes in flight end (their connections break);
+the agent is restarted; then each of those episodes is run once more, *alone*, on the
+restarted agent. An episode that takes the agent down again, on its own, is the cause:
+it is recorded as the agent's outcome (status ``error``, agent error ``crashed``) and
+counted in pass@k. The others get their real result, and the episodes not yet started
+run as if nothing had happened. Restarts are bounded (``evaluation.agent.max_restarts``
+per model); when the budget is spent, or the agent cannot be started again, what is left
+is recorded as infrastructure failures (``not_run``) with the reason, which
+``eval.run --resume --retry-infra`` runs again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from bat.atomic import write_text_atomic
+from bat.errors import BatError
 from bat.evaluation.adapter import A2ASession, Observed
 from bat.evaluation.dataset import TaskSpec
-from bat.evaluation.records import EpisodeResult, InfraError
+from bat.evaluation.records import AgentError, EpisodeResult, EpisodeTrace, InfraError
 from bat.evaluation.rundir import episode_path, now_iso
 from bat.evaluation.spans import SpanIndex, merge_span_report
 from bat.evaluation.verdict import judge_episode
 
-# How long an episode waits for its spans when the stream did not report everything.
-SPANS_WAIT_S = 5.0
-# After this many episodes without a single span in the file, stop waiting for spans.
-SPANS_SILENT_AFTER = 3
+DEATH_GRACE_S = 1.0  # how long a broken connection may take to show as a dead process
+WATCH_EVERY_S = 0.05
+RETRIED_DIR = "retried"  # earlier records that --retry-infra replaced, in the model folder
 
 
 @dataclass
@@ -36,72 +49,184 @@ class Work:
 class Outcome:
     passed: bool
     infra: bool
+    agent_error: str | None = None
 
 
 class EpisodeRunner:
-    """Runs a list of episodes against one open A2A session."""
+    """Runs a list of episodes against one agent, restarting it when it dies."""
 
     def __init__(
         self,
-        session: A2ASession,
+        url: str,
         *,
         model: str,
-        model_dir,
+        model_dir: Path,
         concurrency: int,
         turn_timeout_s: float,
         spans: SpanIndex | None = None,
-        agent_alive: Callable[[], bool] | None = None,
+        agent=None,  # an AgentProcess bat started (alive, restart, describe_exit), or None
+        max_restarts: int = 20,
         on_done: Callable[[Outcome], None] | None = None,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
-        self.session = session
+        self.url = url
         self.model = model
         self.model_dir = model_dir
         self.concurrency = concurrency
         self.turn_timeout_s = turn_timeout_s
         self.spans = spans
-        self.agent_alive = agent_alive
+        self.agent = agent
+        self.max_restarts = max_restarts
         self.on_done = on_done
-        self._span_waits_unanswered = 0
+        self.notice = notice or (lambda text: None)
+        self.restarts = 0
+        self.requests_resent = 0
+        self.binding: str | None = None
+        self._session: A2ASession | None = None
 
-    async def run(self, work: list[Work]) -> list[Outcome]:
-        """Run every item of ``work``; returns their outcomes in completion order."""
+    async def run(self, work: list[Work]) -> None:
+        """Run every item of ``work``, each written to ``episodes/`` as it ends."""
         (self.model_dir / "episodes").mkdir(parents=True, exist_ok=True)
-        queue: asyncio.Queue[Work] = asyncio.Queue()
-        for item in work:
-            queue.put_nowait(item)
-        outcomes: list[Outcome] = []
+        pending = deque(work)
+        suspects: deque[Work] = deque()
+        try:
+            while pending or suspects:
+                if self.agent is not None and not self.agent.alive():
+                    reason = await self._restart()
+                    if reason is not None:
+                        self._give_up([*suspects, *pending], reason)
+                        return
+                if suspects:
+                    await self._alone(suspects.popleft())
+                else:
+                    suspects.extend(await self._wave(pending))
+        finally:
+            await self._disconnect()
+
+    async def _wave(self, pending: deque[Work]) -> list[Work]:
+        """Run ``pending`` concurrently until it is empty or the agent dies; returns the
+        episodes that were in flight when it died (not written: they run again)."""
+        session = await self._connect()
+        died = asyncio.Event()
+        suspects: list[Work] = []
 
         async def worker() -> None:
-            while True:
-                try:
-                    item = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                outcomes.append(await self.episode(item))
+            while pending and not died.is_set():
+                item = pending.popleft()
+                observed = await self._observe(session, item)
+                if await self._died_under(observed):
+                    died.set()
+                    suspects.append(item)
+                else:
+                    await self._finish(item, observed)
 
-        workers = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, len(work)))]
+        async def watch() -> None:
+            while not died.is_set():
+                if not self.agent.alive():
+                    died.set()
+                await asyncio.sleep(WATCH_EVERY_S)
+
+        tasks = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, len(pending)))]
+        watcher = asyncio.create_task(watch()) if self.agent is not None else None
         try:
-            await asyncio.gather(*workers)
+            await asyncio.gather(*tasks)
         finally:
-            for task in workers:
+            for task in [*tasks, *([watcher] if watcher else [])]:
                 task.cancel()
-        return outcomes
+        if died.is_set() and not suspects:
+            return []  # it died between episodes: nothing was under it
+        order = {id(item): n for n, item in enumerate(suspects)}
+        return sorted(suspects, key=lambda item: (item.attempt, order[id(item)]))
 
-    async def episode(self, item: Work) -> Outcome:
-        started_at = now_iso()
-        observed = await self.session.run_episode(
-            item.task.turns, turn_timeout_s=self.turn_timeout_s
-        )
-        if (
-            observed.infra_error is not None
-            and self.agent_alive is not None
-            and not self.agent_alive()
-        ):
-            observed.infra_error = InfraError(
-                kind="crash", message=f"the agent process is gone ({observed.infra_error.message})"
+    async def _alone(self, item: Work) -> None:
+        """Run a suspect on its own: if the agent dies again, this episode killed it."""
+        session = await self._connect()
+        observed = await self._observe(session, item)
+        if await self._died_under(observed):
+            status = self.agent.describe_exit()
+            observed.infra_error = None
+            observed.status = "error"
+            observed.agent_error = AgentError(
+                kind="crashed",
+                message=(
+                    f"the agent process died during this episode ({status}), and again "
+                    "when the episode was run alone on the restarted agent"
+                ),
             )
+            self.notice(f"[{self.model}] {item.task.id} try {item.attempt} crashes the agent")
+        await self._finish(item, observed)
+
+    async def _observe(self, session: A2ASession, item: Work) -> Observed:
+        started_at = now_iso()
+        observed = await session.run_episode(item.task.turns, turn_timeout_s=self.turn_timeout_s)
+        observed.started_at = started_at  # type: ignore[attr-defined]
+        return observed
+
+    async def _died_under(self, observed: Observed) -> bool:
+        """Whether the agent process died under this episode (its failure says so)."""
+        if self.agent is None or observed.infra_error is None:
+            return False
+        if observed.infra_error.kind not in ("crash", "unreachable"):
+            return not self.agent.alive()
+        deadline = time.monotonic() + DEATH_GRACE_S
+        while self.agent.alive():
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(WATCH_EVERY_S)
+        return True
+
+    async def _restart(self) -> str | None:
+        """Start the dead agent again; the reason it cannot be, or None."""
+        await self._disconnect()
+        status = self.agent.describe_exit()
+        if self.restarts >= self.max_restarts:
+            return (
+                f"the agent died ({status}) and its restarts are spent: {self.restarts} of "
+                f"evaluation.agent.max_restarts = {self.max_restarts}"
+            )
+        self.restarts += 1
+        self.notice(
+            f"[{self.model}] the agent died ({status}); restarting it "
+            f"({self.restarts} of at most {self.max_restarts})"
+        )
+        try:
+            await asyncio.to_thread(self.agent.restart)
+        except BatError as exc:
+            return f"the agent died ({status}) and could not be started again: {exc.message}"
+        return None
+
+    def _give_up(self, items: list[Work], reason: str) -> None:
+        self.notice(f"[{self.model}] {len(items)} episode(s) not run: {reason}")
+        for item in items:
+            observed = Observed(
+                status="working",
+                final_output="",
+                trace=EpisodeTrace(context_id=""),
+                infra_error=InfraError(kind="not_run", message=reason),
+            )
+            observed.started_at = now_iso()  # type: ignore[attr-defined]
+            self._write(item, observed)
+
+    async def _connect(self) -> A2ASession:
+        if self._session is None:
+            session = A2ASession(self.url, concurrency=self.concurrency)
+            await session.__aenter__()
+            self._session = session
+            self.binding = session.binding
+        return self._session
+
+    async def _disconnect(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            self.requests_resent += session.requests_resent
+            await session.__aexit__(None, None, None)
+
+    async def _finish(self, item: Work, observed: Observed) -> None:
         if observed.infra_error is None:
             await self._add_spans(observed)
+        self._write(item, observed)
+
+    def _write(self, item: Work, observed: Observed) -> None:
         result = EpisodeResult(
             task_id=item.task.id,
             attempt=item.attempt,
@@ -109,38 +234,59 @@ class EpisodeRunner:
             status=observed.status,
             final_output=observed.final_output,
             infra_error=observed.infra_error,
+            agent_error=observed.agent_error,
             trace=observed.trace,
-            started_at=started_at,
+            started_at=observed.started_at,  # type: ignore[attr-defined]
             ended_at=now_iso(),
         )
         result.verdict = judge_episode(item.task.expected, result)
-        write_text_atomic(
-            episode_path(self.model_dir, item.task.file_stem, item.attempt), result.to_json()
-        )
-        outcome = Outcome(passed=result.verdict.passed, infra=observed.infra_error is not None)
+        path = episode_path(self.model_dir, item.task.file_stem, item.attempt)
+        if path.exists():  # --retry-infra: the earlier record is kept beside, never lost
+            result.earlier = [*_earlier(path), _set_aside(path, self.model_dir)]
+        write_text_atomic(path, result.to_json())
         if self.on_done is not None:
-            self.on_done(outcome)
-        return outcome
+            error = observed.agent_error.kind if observed.agent_error else None
+            self.on_done(Outcome(result.verdict.passed, observed.infra_error is not None, error))
 
     async def _add_spans(self, observed: Observed) -> None:
         trace = observed.trace
         if self.spans is None or (trace.tool_source != "none" and trace.usage_source != "none"):
             return
-        if self._span_waits_unanswered >= SPANS_SILENT_AFTER and self.spans.total == 0:
-            return  # this agent writes no spans: do not make every episode wait for them
-        turns = len(trace.turns)
-        if await self.spans.wait_for(trace.context_id, turns, SPANS_WAIT_S):
+        if await self.spans.wait_for(trace.context_id, len(trace.turns)):
             merge_span_report(trace, self.spans.report(trace.context_id))
-        else:
-            self._span_waits_unanswered += 1
 
 
-def plan(tasks: list[TaskSpec], k: int, done: set[tuple[str, int]]) -> list[Work]:
-    """Every (task, attempt) not in ``done``; attempts interleaved, so early results span all
-    tasks."""
+def _earlier(path: Path) -> list[str]:
+    """The ``earlier`` list of the record at ``path`` (records chain their predecessors)."""
+    try:
+        return EpisodeResult.model_validate_json(path.read_bytes()).earlier
+    except (OSError, ValueError):
+        return []
+
+
+def _set_aside(path: Path, model_dir: Path) -> str:
+    """Move a replaced episode file to ``retried/`` under a name not taken yet."""
+    folder = model_dir / RETRIED_DIR
+    folder.mkdir(exist_ok=True)
+    for n in range(1, 10_000):
+        target = folder / f"{path.stem}.{n}.json"
+        if not target.exists():
+            path.replace(target)
+            return target.relative_to(model_dir).as_posix()
+    raise OSError(f"too many earlier records of {path.name} in {folder}")
+
+
+def plan(
+    tasks: list[TaskSpec],
+    k: int,
+    done: set[tuple[str, int]],
+    retry: frozenset[tuple[str, int]] | set[tuple[str, int]] = frozenset(),
+) -> list[Work]:
+    """Every (task, attempt) not in ``done``, or in ``retry``; attempts interleaved, so early
+    results span all tasks."""
     return [
         Work(task=task, attempt=attempt)
         for attempt in range(1, k + 1)
         for task in tasks
-        if (task.file_stem, attempt) not in done
+        if (task.file_stem, attempt) not in done or (task.file_stem, attempt) in retry
     ]

@@ -9,6 +9,14 @@ from bat.evaluation.config import ResolvedConfig
 from bat.evaluation.dataset import load_dataset
 
 
+def warnings_of(resolved: ResolvedConfig) -> list[str]:
+    """What is worth knowing before a run: bat-cli keys without a meaning here, tasks
+    whose pass would prove little."""
+    from bat.evaluation.pipeline import dataset_warnings
+
+    return [*resolved.warnings, *dataset_warnings(load_dataset(resolved.dataset))]
+
+
 def resolved_view(resolved: ResolvedConfig) -> dict[str, Any]:
     """Everything a run would use, with defaults filled in and paths made concrete."""
     evaluation = resolved.evaluation
@@ -33,15 +41,19 @@ def resolved_view(resolved: ResolvedConfig) -> dict[str, Any]:
         },
         "agent": {
             "url": resolved.agent_url,
+            "url_from": resolved.agent_url_source,
             "started_by_bat": agent.start,
             "command": agent.command if agent.start else None,
             "root": str(resolved.root),
             "env": sorted(agent.env),
             "spans_file": str(agent.spans_file) if agent.spans_file else None,
+            "extra_spans": [str(path) for path in resolved.extra_spans],
+            "max_restarts": agent.max_restarts,
         },
         "models": [
             {
-                "label": m.label,
+                "label": resolved.model_label(m),
+                "folder": resolved.model_dir(m),
                 "provider": m.provider,
                 "model": m.model,
                 "base_url": m.base_url,
@@ -51,7 +63,10 @@ def resolved_view(resolved: ResolvedConfig) -> dict[str, Any]:
         ]
         or [{"label": "agent-default", "note": "the agent's own MODEL settings"}],
         "qualitative": evaluation.qualitative,
-        "judges": [judge.model_dump(mode="json") for judge in resolved.config.judges],
+        "judges": [
+            {**judge.model_dump(mode="json"), "env": sorted(judge.env)}
+            for judge in resolved.config.judges
+        ],
     }
 
 
@@ -74,13 +89,14 @@ def describe(resolved: ResolvedConfig, *, as_json: bool = False) -> str:
         f"concurrency {view['concurrency']}",
         f"timeouts       start-up {timeouts['agent_startup']:g} s, "
         f"shutdown {timeouts['agent_shutdown']:g} s, turn {timeouts['turn']:g} s",
-        f"agent          {agent['url']}, {start}",
+        f"agent          {agent['url']} (from {agent['url_from']}), {start}",
     ]
     if agent["env"]:
         lines.append(f"agent env      {', '.join(agent['env'])}")
     lines.append("models")
     for model in view["models"]:
-        extra = f" at {model['base_url']}" if model.get("base_url") else ""
+        extra = f" in {model['folder']}/" if model.get("folder") else ""
+        extra += f" at {model['base_url']}" if model.get("base_url") else ""
         extra += f" (env: {', '.join(model['env'])})" if model.get("env") else ""
         lines.append(
             f"  - {model['label']}{extra}" if "note" not in model else f"  - {model['note']}"

@@ -10,7 +10,16 @@ another agent is a ``CLIENT`` span with ``gen_ai.operation.name: invoke_agent`` 
 
 One index per run tails the file incrementally, so thousands of concurrent episodes
 share a single reader. An episode waits only until the root spans of all its turns
-are there (a real exporter writes them a little after the reply), never a fixed delay.
+are there (a real exporter writes them a little after the reply), never a fixed delay,
+and only when spans will come at all (``expected``: the agent's telemetry settings say
+so). The first wait may take up to ``FIRST_WAIT_S``; once spans have been seen, a wait
+lasts at most a few times the longest delay seen so far (``WAIT_FACTOR``, at least
+``MIN_WAIT_S``). When a wait runs out and the file is still empty, the agent writes no
+spans after all: every other wait ends at once and no episode waits again.
+
+``extra`` files are the span files of other agents this one calls (bat-cli's
+``evaluation.extra_spans``): their spans join a conversation by trace id, as a called
+agent's spans continue its caller's trace (W3C ``traceparent``).
 """
 
 from __future__ import annotations
@@ -28,31 +37,51 @@ CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id")
 REDACTED = "__REDACTED__"
 
 
-class SpanIndex:
-    """Spans of one file, grouped by trace and by conversation, read as they appear."""
+FIRST_WAIT_S = 5.0
+MIN_WAIT_S = 0.5
+WAIT_FACTOR = 4.0
+
+
+class _Tail:
+    """One JSON-lines file read as it grows (a half-written last line waits)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._offset = 0
         self._partial = b""
-        self._by_trace: dict[str, list[dict]] = defaultdict(list)
-        self._roots: dict[str, list[dict]] = defaultdict(list)  # conversation id -> root spans
-        self.total = 0  # spans read so far
 
-    def refresh(self) -> None:
-        """Read the lines appended since the last call (a half-written last line waits)."""
+    def new_lines(self) -> list[bytes]:
         try:
             with self.path.open("rb") as handle:
                 handle.seek(self._offset)
                 chunk = handle.read()
-        except FileNotFoundError:
-            return
+        except (FileNotFoundError, IsADirectoryError):
+            return []
         self._offset += len(chunk)
-        data = self._partial + chunk
-        lines = data.split(b"\n")
+        lines = (self._partial + chunk).split(b"\n")
         self._partial = lines.pop()
-        for line in lines:
-            self._add(line)
+        return lines
+
+
+class SpanIndex:
+    """Spans of one file (and its ``extra`` files), grouped by trace and by conversation."""
+
+    def __init__(self, path: Path, extra: tuple[Path, ...] = (), *, expected: bool = True) -> None:
+        self.path = path
+        self.expected = expected
+        self._tails = [_Tail(path), *(_Tail(other) for other in extra)]
+        self._by_trace: dict[str, list[dict]] = defaultdict(list)
+        self._roots: dict[str, list[dict]] = defaultdict(list)  # conversation id -> root spans
+        self.total = 0  # spans read so far
+        self.silent = False  # a wait ran out with no span at all: the agent writes none
+        self.longest_delay_s = 0.0  # the longest a wait took until its spans were there
+        self.waits = 0  # waits that ran (for the run record and the tests)
+
+    def refresh(self) -> None:
+        """Read the lines appended to every file since the last call."""
+        for tail in self._tails:
+            for line in tail.new_lines():
+                self._add(line)
 
     def _add(self, line: bytes) -> None:
         try:
@@ -75,18 +104,35 @@ class SpanIndex:
     def turns_seen(self, conversation_id: str) -> int:
         return len(self._roots.get(conversation_id, ()))
 
-    async def wait_for(self, conversation_id: str, turns: int, timeout_s: float) -> bool:
-        """Wait until ``turns`` root spans of the conversation are in the file (or time out)."""
-        deadline = time.monotonic() + timeout_s
+    def wait_limit(self) -> float:
+        """How long a wait may take now (see the module's docstring)."""
+        if self.total == 0:
+            return FIRST_WAIT_S
+        return min(FIRST_WAIT_S, max(MIN_WAIT_S, WAIT_FACTOR * self.longest_delay_s))
+
+    async def wait_for(self, conversation_id: str, turns: int) -> bool:
+        """Wait until ``turns`` root spans of the conversation are in the file, as long as
+        spans are worth waiting for; returns whether they are there."""
+        self.refresh()
+        if self.turns_seen(conversation_id) >= turns:
+            return True
+        if not self.expected or self.silent:
+            return False
+        self.waits += 1
+        started = time.monotonic()
+        deadline = started + self.wait_limit()
         delay = 0.005
-        while True:
-            self.refresh()
-            if self.turns_seen(conversation_id) >= turns:
-                return True
-            if time.monotonic() >= deadline:
-                return False
+        while not self.silent:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.1)
+            self.refresh()
+            if self.turns_seen(conversation_id) >= turns:
+                self.longest_delay_s = max(self.longest_delay_s, time.monotonic() - started)
+                return True
+            if time.monotonic() >= deadline:
+                self.silent = self.total == 0
+                return False
+        return False
 
     def spans_of(self, conversation_id: str) -> list[dict]:
         """Every span of the conversation's traces, in start order."""

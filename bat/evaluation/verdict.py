@@ -3,7 +3,9 @@
 Each expectation of a task is one independent check; the episode passes only if all
 pass, and the reason lists every check in order, e.g.
 ``status: 'completed'; output: missing 'Paris'; tool_call:search: called 0×, expected ≥1×``,
-so a failure says exactly which expectation was not met.
+so a failure says exactly which expectation was not met. ``status: null`` (bat-cli's way)
+checks no status. A pass is *vacuous* when the answer was empty or nothing but the
+status was checked: it counts, and the summary says how many there were.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def judge_episode(expected: TaskExpected, episode: EpisodeResult) -> Verdict:
         return Verdict(passed=False, reason=check.detail, checks=[check])
     trace = episode.trace
     output = episode.final_output
-    checks = [_status(expected.status, episode.status)]
+    checks = [] if expected.status is None else [_status(expected.status, episode)]
     checks += [_contains(output, phrase) for phrase in expected.output_must_contain]
     checks += [_not_contains(output, phrase) for phrase in expected.output_must_not_contain]
     if expected.output_regex is not None:
@@ -45,17 +47,24 @@ def judge_episode(expected: TaskExpected, episode: EpisodeResult) -> Verdict:
     for want in expected.agent_calls:
         count = sum(1 for call in trace.agent_calls if call.name == want.name)
         checks.append(_count(f"agent_call:{want.name}", count, want.times))
+    passed = all(check.passed for check in checks)
     return Verdict(
-        passed=all(check.passed for check in checks),
-        reason="; ".join(check.detail for check in checks),
+        passed=passed,
+        reason="; ".join(check.detail for check in checks) or "no checks",
         checks=checks,
+        vacuous=passed and (not expected.checks_beyond_status or not output.strip()),
     )
 
 
-def _status(want: str, got: str) -> Check:
+def _status(want: str, episode: EpisodeResult) -> Check:
+    got = episode.status
+    detail = f"status: {got!r}"
+    if episode.agent_error is not None:
+        error = episode.agent_error
+        detail += f" (agent error {error.kind}: {error.message})"
     if want == got:
-        return Check(name="status", passed=True, detail=f"status: {got!r}")
-    return Check(name="status", passed=False, detail=f"status: {got!r}, expected {want!r}")
+        return Check(name="status", passed=True, detail=detail)
+    return Check(name="status", passed=False, detail=f"{detail}, expected {want!r}")
 
 
 def _contains(output: str, phrase: str) -> Check:

@@ -273,7 +273,7 @@ def _read_card(path: Path) -> dict:
 
 
 def _read_dotenv(path: Path) -> dict[str, str]:
-    from bat.evaluation.agent_process import read_dotenv
+    from bat.evaluation.agent_settings import read_dotenv
 
     return read_dotenv(path)
 

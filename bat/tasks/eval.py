@@ -2,18 +2,19 @@
 
 ``eval.run`` is a chain of stages, each also a task of its own that works on an existing
 run directory (default: the latest): the run itself (agent start-up and episodes, per
-model) -> ``eval.judge`` -> ``eval.summarize`` -> ``eval.plot``. Stages after the run
-find it through ``eval.run_dir`` in the Invoke config, which ``eval.run`` sets;
-``eval.plot`` charts every run under the output folder (or ``--folder``) instead.
+model) -> ``eval.judge`` -> ``eval.summarize`` -> ``eval.plot``, and last ``conclude``,
+which turns an incomplete run into exit status 3. Stages after the run find it through
+``eval.run_dir`` in the Invoke config, which ``eval.run`` sets; ``eval.plot`` charts
+every run under the output folder (or ``--folder``) instead.
 """
 
 from __future__ import annotations
 
-from invoke import Collection, Context
+from invoke import Collection, Context, task
 
-from bat.tasks._options import command, setting
+from bat.tasks._options import BatTask, command, setting
 
-DEFAULTS = {"file": "eval/eval.yaml", "run_dir": None}
+DEFAULTS = {"file": "eval/eval.yaml", "run_dir": None, "untrusted": None}
 
 
 def _config(c: Context):
@@ -51,26 +52,52 @@ def init(c: Context, force: bool = False) -> None:
 @command(help={"json": "Print the resolved configuration as JSON, for scripts."})
 def show(c: Context, json: bool = False) -> None:
     """Print the fully resolved evaluation configuration (and check the dataset)."""
-    from bat.evaluation.show import describe
+    import sys
 
-    print(describe(_config(c), as_json=json))
+    from bat.evaluation.show import describe, warnings_of
+
+    resolved = _config(c)
+    print(describe(resolved, as_json=json))
+    for warning in warnings_of(resolved):
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 @command(
     optional=["resume"],
-    help={"resume": "Run only the episodes missing from RUN (default: the latest run)."},
+    help={
+        "resume": "Run only the episodes missing from RUN (default: the latest run).",
+        "retry_infra": "Also run again the episodes that failed for infrastructure reasons "
+        "(of RUN, or of the latest run); earlier records are kept in <model>/retried/.",
+    },
 )
-def run(c: Context, resume: str | None = None) -> None:
+def run(c: Context, resume: str | None = None, retry_infra: bool = False) -> None:
     """Run the dataset k times per model against the live agent, then judge and summarize.
 
-    Chain: start the agent (per model) -> episodes -> stop it -> eval.judge ->
-    eval.summarize -> eval.plot. Each episode is written to the run directory as it ends;
-    Ctrl-C keeps them, and --resume finishes the run.
+    Chain: start the agent (per model; restarted if it dies) -> episodes -> stop it ->
+    eval.judge -> eval.summarize -> eval.plot. Each episode is written to the run
+    directory as it ends; Ctrl-C keeps them, and --resume finishes the run. Exit status 3
+    when the numbers are incomplete: infrastructure failures remain, or a model could not
+    be evaluated.
     """
     from bat.evaluation.pipeline import run_evaluation
 
-    run_dir = run_evaluation(_config(c), resume=resume if resume not in ("", None) else None)
-    c.config.eval.run_dir = str(run_dir)
+    report = run_evaluation(
+        _config(c),
+        resume=resume if resume not in ("", None) else None,
+        retry_infra=retry_infra,
+    )
+    c.config.eval.run_dir = str(report.run_dir)
+    c.config.eval.untrusted = report.untrusted
+
+
+@task(klass=BatTask)
+def conclude(c: Context) -> None:
+    """The last stage of eval.run: exit status 3 when its numbers are incomplete."""
+    from bat.errors import IncompleteRun
+
+    untrusted = setting(c, None, "eval.untrusted", None)
+    if untrusted:
+        raise IncompleteRun("the run's numbers are incomplete", details=untrusted)
 
 
 @command(help={"run": "Run directory or run id (default: the latest run)."})
@@ -174,7 +201,7 @@ def _output_dir_or_cwd(c: Context):
 
 
 judge.post = [summarize, plot]
-run.post = [judge, summarize, plot]
+run.post = [judge, summarize, plot, conclude]
 
 ns = Collection("eval")
 for _task in (init, show, run, judge, summarize, verdict, plot, compare):

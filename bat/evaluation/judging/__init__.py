@@ -95,7 +95,8 @@ def judge_run(
     run_dir = Path(run_dir)
     if not judges:
         raise InputError("no judge to score with: set judge: in eval.yaml")
-    keys = [api_key(spec, env) for spec in judges]  # every key checked before any request
+    # Every key checked before any request; a judge's own env (bat-cli's judge.env) first.
+    keys = [api_key(spec, {**env, **spec.env}) for spec in judges]
     labels = _unique_labels(judges)
     names = ", ".join(labels)
 

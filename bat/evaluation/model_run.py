@@ -1,0 +1,171 @@
+"""One model of a run: start the agent with the model's settings, run its episodes, stop it.
+
+Each model is evaluated on its own: whatever happens to one (its agent does not start,
+dies more often than ``max_restarts`` allows) is recorded for that model, and the run
+goes on with the next. What happened is returned as a ``ModelRecord`` for ``run.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bat.errors import InputError
+from bat.evaluation import rundir
+from bat.evaluation.agent_card import card_answers
+from bat.evaluation.agent_process import AgentProcess, tail
+from bat.evaluation.agent_settings import AgentSettings, read_dotenv, write_config_copy
+from bat.evaluation.config import ModelSpec, ResolvedConfig
+from bat.evaluation.dataset import Dataset
+from bat.evaluation.progress import Progress
+from bat.evaluation.runner import EpisodeRunner, plan
+from bat.evaluation.spans import SpanIndex
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class ModelRecord:
+    """A model's entry in run.json: who it is, and how its part of the run went."""
+
+    label: str
+    dir: str
+    provider: str | None = None
+    model: str | None = None
+    status: str = "pending"  # pending, completed, failed (could not be evaluated)
+    reason: str | None = None
+    log_tail: list[str] = field(default_factory=list)
+    episodes_run: int = 0
+    restarts: int = 0
+    requests_resent: int = 0  # again on a fresh connection: one broke before any reply
+    binding: str | None = None  # the A2A binding and version spoken
+    spans: str | None = None  # expected, not expected, silent, or none (no span file)
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+def model_record(resolved: ResolvedConfig, model: ModelSpec | None) -> ModelRecord:
+    return ModelRecord(
+        label=resolved.model_label(model),
+        dir=resolved.model_dir(model),
+        provider=model.provider if model else None,
+        model=model.model if model else None,
+    )
+
+
+def run_model(
+    resolved: ResolvedConfig,
+    dataset: Dataset,
+    settings: AgentSettings | None,
+    run_dir: Path,
+    model: ModelSpec | None,
+    record: ModelRecord,
+    *,
+    retry_infra: bool = False,
+    say: Say = print,
+) -> None:
+    """Run the model's missing episodes (and, with ``retry_infra``, its infrastructure
+    failures); fills ``record``. A model that cannot be evaluated raises a BatError."""
+    evaluation = resolved.evaluation
+    model_dir = run_dir / record.dir
+    retry = rundir.infra_failures(model_dir) if retry_infra else set()
+    work = plan(dataset.tasks, evaluation.k, rundir.episodes_done(model_dir), retry)
+    if not work:
+        say(f"[{record.label}] every episode is already there")
+        record.status = "completed"
+        return
+    model_dir.mkdir(parents=True, exist_ok=True)
+    agent = None
+    spans_file: Path | None = evaluation.agent.spans_file
+    expected = spans_file is not None
+    if evaluation.agent.start:
+        # Spans are read only when the agent has a config file to send them to our file.
+        spans_file = model_dir / "spans.jsonl" if settings.config_path else None
+        expected = spans_file is not None and settings.writes_spans
+        log = run_dir / f"agent-{record.dir}.log"
+        agent = _agent_process(resolved, settings, model, model_dir, log, spans_file)
+    elif not card_answers(resolved.agent_url):
+        raise InputError(
+            f"no agent answers at {resolved.agent_url} (at /.well-known/agent-card.json or "
+            "/.well-known/agent.json; evaluation.agent.start is false)"
+        )
+    # The spans of agents it calls (extra_spans) join the conversations of its own file.
+    spans = SpanIndex(spans_file, resolved.extra_spans, expected=expected) if spans_file else None
+    try:
+        if agent is not None:
+            say(
+                f"[{record.label}] starting the agent: {evaluation.agent.command} "
+                f"(in {resolved.root})"
+            )
+            agent.start()
+            seconds = agent.wait_ready()
+            say(f"[{record.label}] agent ready at {resolved.agent_url} after {seconds:.1f} s")
+        progress = Progress(record.label, len(work))
+        runner = EpisodeRunner(
+            resolved.agent_url,
+            model=record.label,
+            model_dir=model_dir,
+            concurrency=evaluation.concurrency,
+            turn_timeout_s=evaluation.turn_timeout_s,
+            spans=spans,
+            agent=agent,
+            max_restarts=evaluation.agent.max_restarts,
+            on_done=progress.update,
+            notice=progress.notice(say),
+        )
+        try:
+            asyncio.run(runner.run(work))
+        finally:
+            record.restarts += runner.restarts
+            record.requests_resent += runner.requests_resent
+            record.binding = runner.binding or record.binding
+        progress.finish()
+        record.episodes_run += len(work)
+        record.status = "completed"
+        record.spans = _spans_word(spans)
+    finally:
+        if agent is not None:
+            agent.stop()
+
+
+def failed(record: ModelRecord, reason: str, log: Path | None) -> None:
+    """Mark ``record`` as a model that could not be evaluated, with the end of its log."""
+    record.status = "failed"
+    record.reason = reason
+    record.log_tail = tail(log) if log is not None and log.is_file() else []
+
+
+def _spans_word(spans: SpanIndex | None) -> str:
+    if spans is None:
+        return "none"
+    if spans.silent:
+        return "silent"  # expected, but the agent wrote none
+    return "expected" if spans.expected else "not expected"
+
+
+def _agent_process(resolved, settings, model, model_dir, log, spans_file) -> AgentProcess:
+    agent = resolved.evaluation.agent
+    env = {**read_dotenv(resolved.root / ".env"), **os.environ, **agent.env}
+    if model is not None:
+        env.update(MODEL=model.model, MODEL_PROVIDER=model.provider)
+        if model.base_url:
+            env["BASE_URL"] = model.base_url
+        env.update(model.env)
+    env["PORT"] = str(resolved.agent_port)  # where bat waits for it, whatever else says
+    if settings is not None and spans_file is not None:
+        copy = write_config_copy(settings, model_dir / "agent-config.yaml", spans_file.resolve())
+        if copy is not None:
+            env["CONFIG_PATH"] = str(copy.resolve())
+    return AgentProcess(
+        agent.command,
+        root=resolved.root,
+        env=env,
+        log=log,
+        url=resolved.agent_url,
+        startup_timeout_s=resolved.evaluation.agent_startup_timeout_s,
+        shutdown_timeout_s=resolved.evaluation.agent_shutdown_timeout_s,
+    )
