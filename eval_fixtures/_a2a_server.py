@@ -11,10 +11,20 @@ answer; this module makes them start, advertise, answer and stop identically:
   ``--latency-ms`` (``LATENCY_MS``), ``--startup-delay-ms`` (``STARTUP_DELAY_MS``: the
   port stays closed that long) and ``--exit-after-start`` (``EXIT_ON_START=1``: exit 4
   before serving);
+* how it speaks, to stand in for agents bat did not write: ``--transport
+  jsonrpc|rest|grpc`` (``TRANSPORT``: the one binding its card offers; gRPC listens on a
+  port of its own, ``--grpc-port``/``GRPC_PORT``, default a free one) and
+  ``--card-version 1.0|0.3|0.2|0.1`` (``CARD_VERSION``: below 1.0 the card is written in
+  the older format with that ``protocolVersion`` and served only at the older path
+  ``/.well-known/agent.json``, as a2a-sdk 0.2 agents do, and JSON-RPC also answers the
+  0.3 methods);
+* ``PID_FILE``: the agent writes its process id there once it listens (a test that
+  kills the agent from outside needs it);
 * the server binds only 127.0.0.1, serves the card at ``/.well-known/agent-card.json``,
-  JSON-RPC A2A at ``/`` (a2a-sdk's handler: ``SendMessage`` and ``SendStreamingMessage``)
-  and ``GET /ping``, prints ``listening on http://127.0.0.1:PORT`` once connecting works,
-  and exits with code 0 on SIGTERM or SIGINT.
+  A2A at ``/`` (JSON-RPC: ``SendMessage`` and ``SendStreamingMessage``; REST:
+  ``/message:send``, ``/message:stream``) and ``GET /ping``, prints
+  ``listening on http://127.0.0.1:PORT`` once connecting works, and exits with code 0
+  on SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
@@ -35,7 +45,11 @@ from a2a.helpers import new_task_from_user_message, new_text_message, new_text_p
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandlerV2
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import (
+    create_agent_card_routes,
+    create_jsonrpc_routes,
+    create_rest_routes,
+)
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import (
     AgentCapabilities,
@@ -55,6 +69,9 @@ from starlette.routing import Route
 HOST = "127.0.0.1"
 DEFAULT_PORT = 9900
 ANSWER_MODES = ("artifact", "message", "status")
+TRANSPORTS = {"jsonrpc": "JSONRPC", "rest": "HTTP+JSON", "grpc": "GRPC"}
+CARD_VERSIONS = ("1.0", "0.3", "0.2", "0.1")
+OLD_CARD_PATH = "/.well-known/agent.json"
 TEXT = "text/plain"
 WORKING_TEXT = "working..."
 EXIT_ON_START_CODE = 4
@@ -80,6 +97,16 @@ def env_int(parser: argparse.ArgumentParser, name: str, default: int) -> int:
         parser.error(f"{name}={raw!r} is not an integer")
 
 
+def env_choice(
+    parser: argparse.ArgumentParser, name: str, choices: tuple[str, ...], default: str
+) -> str:
+    """A variable that must be one of ``choices``; a typo is a usage error."""
+    value = os.environ.get(name, "").strip() or default
+    if value not in choices:
+        parser.error(f"{name}={value!r}: expected one of {', '.join(choices)}")
+    return value
+
+
 def add_option(
     parser: argparse.ArgumentParser, flag: str, env: str, text: str, default: int | None = None
 ) -> None:
@@ -95,9 +122,9 @@ def add_option(
 def common_parser(module: str, description: str) -> argparse.ArgumentParser:
     """A parser holding the options every fixture agent has, defaults from the environment."""
     parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
-    answer_in = os.environ.get("ANSWER_IN", "").strip() or "artifact"
-    if answer_in not in ANSWER_MODES:
-        parser.error(f"ANSWER_IN={answer_in!r}: expected one of {', '.join(ANSWER_MODES)}")
+    answer_in = env_choice(parser, "ANSWER_IN", ANSWER_MODES, "artifact")
+    transport = env_choice(parser, "TRANSPORT", tuple(TRANSPORTS), "jsonrpc")
+    card_version = env_choice(parser, "CARD_VERSION", CARD_VERSIONS, "1.0")
     add_option(parser, "--port", "PORT", "default 9900, 0 picks a free port", DEFAULT_PORT)
     add_option(parser, "--no-streaming", "NO_STREAMING", "card says streaming: false")
     parser.add_argument(
@@ -106,6 +133,9 @@ def common_parser(module: str, description: str) -> argparse.ArgumentParser:
     add_option(parser, "--latency-ms", "LATENCY_MS", "wait before answering a turn", 0)
     add_option(parser, "--startup-delay-ms", "STARTUP_DELAY_MS", "wait before listening", 0)
     add_option(parser, "--exit-after-start", "EXIT_ON_START", "exit 4 instead of serving")
+    parser.add_argument("--transport", choices=tuple(TRANSPORTS), default=transport)
+    add_option(parser, "--grpc-port", "GRPC_PORT", "gRPC port (0: a free one)", 0)
+    parser.add_argument("--card-version", choices=CARD_VERSIONS, default=card_version)
     parser.add_argument("--log-level", default="warning", help="uvicorn's (default warning)")
     return parser
 
@@ -162,6 +192,21 @@ class Turn:
         updater = await self.start()
         await updater.update_status(state, message=self.agent_message(text), metadata=metadata)
 
+    async def chunks(self, texts: tuple[str, ...]) -> None:
+        """Complete with one artifact sent in chunks, each appended to the one before."""
+        updater = await self.start()
+        artifact_id = str(uuid.uuid4())
+        for index, text in enumerate(texts):
+            event = TaskArtifactUpdateEvent(
+                task_id=updater.task_id,
+                context_id=updater.context_id,
+                artifact=Artifact(artifact_id=artifact_id, parts=[new_text_part(text)]),
+                append=index > 0,
+                last_chunk=index == len(texts) - 1,
+            )
+            await self.queue.enqueue_event(event)
+        await updater.update_status(TaskState.TASK_STATE_COMPLETED)
+
     async def answer(self, text: str, mode: str, working: Meta = None, final: Meta = None) -> None:
         """Complete the turn with ``text``, carried where ``mode`` says.
 
@@ -214,11 +259,18 @@ def is_number(value: Any) -> bool:
 
 
 def build_card(
-    name: str, description: str, skill: AgentSkill, port: int, streaming: bool
+    name: str,
+    description: str,
+    skill: AgentSkill,
+    port: int,
+    streaming: bool,
+    binding: str = "JSONRPC",
+    address: str | None = None,
 ) -> AgentCard:
-    """The agent card, as bat-adk builds it: one JSON-RPC interface at http://HOST:PORT."""
+    """The agent card, as bat-adk builds it: one interface (JSON-RPC at http://HOST:PORT
+    unless ``binding`` and ``address`` say otherwise)."""
     interface = AgentInterface(
-        url=f"http://{HOST}:{port}", protocol_binding="JSONRPC", protocol_version="1.0"
+        url=address or f"http://{HOST}:{port}", protocol_binding=binding, protocol_version="1.0"
     )
     return AgentCard(
         name=name,
@@ -232,8 +284,31 @@ def build_card(
     )
 
 
-def build_app(card: AgentCard, executor: AgentExecutor) -> Starlette:
-    """The Starlette app: agent card, JSON-RPC at ``/`` and ``GET /ping``."""
+def old_card(card: AgentCard, version: str) -> dict[str, Any]:
+    """``card`` in the format of a2a-sdk 0.2/0.3 (``url``, ``preferredTransport``...)."""
+    interface = card.supported_interfaces[0]
+    return {
+        "name": card.name,
+        "description": card.description,
+        "url": interface.url,
+        "preferredTransport": interface.protocol_binding,
+        "protocolVersion": f"{version}.0",
+        "version": card.version,
+        "capabilities": {"streaming": card.capabilities.streaming},
+        "defaultInputModes": list(card.default_input_modes),
+        "defaultOutputModes": list(card.default_output_modes),
+        "skills": [
+            {"id": s.id, "name": s.name, "description": s.description, "tags": list(s.tags)}
+            for s in card.skills
+        ],
+    }
+
+
+def build_app(
+    card: AgentCard, executor: AgentExecutor, transport: str = "jsonrpc", card_version: str = "1.0"
+) -> tuple[Starlette, DefaultRequestHandlerV2]:
+    """The Starlette app (agent card, A2A at ``/``, ``GET /ping``) and its request handler
+    (which a gRPC server can serve too)."""
 
     async def ping(_request: Request) -> JSONResponse:
         return JSONResponse("pong")
@@ -245,9 +320,22 @@ def build_app(card: AgentCard, executor: AgentExecutor) -> Starlette:
         extended_agent_card=card,
     )
     routes = [Route("/ping", ping, methods=["GET"])]
-    routes += create_agent_card_routes(agent_card=card)
-    routes += create_jsonrpc_routes(request_handler=handler, rpc_url="/")
-    return Starlette(routes=routes)
+    if card_version == "1.0":
+        routes += create_agent_card_routes(agent_card=card)
+    else:
+        legacy = old_card(card, card_version)
+
+        async def card_route(_request: Request) -> JSONResponse:
+            return JSONResponse(legacy)
+
+        routes.append(Route(OLD_CARD_PATH, card_route, methods=["GET"]))
+    if transport == "rest":
+        routes += create_rest_routes(request_handler=handler)
+    elif transport == "jsonrpc":
+        routes += create_jsonrpc_routes(
+            request_handler=handler, rpc_url="/", enable_v0_3_compat=card_version != "1.0"
+        )
+    return Starlette(routes=routes), handler
 
 
 def _exit_quietly(signum: int, _frame: Any) -> None:
@@ -257,7 +345,7 @@ def _exit_quietly(signum: int, _frame: Any) -> None:
 def serve(
     args: argparse.Namespace,
     prog: str,
-    make_card: Callable[[int, bool], AgentCard],
+    make_card: Callable[..., AgentCard],
     executor: AgentExecutor,
 ) -> None:
     """Start up as configured, print the ready line, serve until SIGTERM or SIGINT."""
@@ -270,17 +358,13 @@ def serve(
         signal.signal(signum, _exit_quietly)
     if args.startup_delay_ms > 0:
         time.sleep(args.startup_delay_ms / 1000)  # not listening yet: the port is closed
-    try:
-        sock = socket.create_server((HOST, args.port))
-        # Connections inherit this from the listener. asyncio only sets it on sockets it
-        # recognises as TCP, and uvicorn's copy of a passed-in socket does not look like
-        # one: without it, every response on a kept-alive connection waits ~40 ms for the
-        # client's delayed ACK (Nagle).
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    except OSError as exc:
-        raise SystemExit(f"{prog}: cannot listen on {HOST}:{args.port}: {exc}") from None
+    sock = listen(prog, args.port)
     port = sock.getsockname()[1]
-    app = build_app(make_card(port, not args.no_streaming), executor)
+    grpc_sock = listen(prog, args.grpc_port) if args.transport == "grpc" else None
+    binding = TRANSPORTS[args.transport]
+    address = f"{HOST}:{grpc_sock.getsockname()[1]}" if grpc_sock else None
+    card = make_card(port, not args.no_streaming, binding, address)
+    app, handler = build_app(card, executor, args.transport, args.card_version)
     import uvicorn
 
     if args.log_level not in ("debug", "trace", "info"):
@@ -289,5 +373,44 @@ def serve(
     config = uvicorn.Config(
         app, log_level=args.log_level, lifespan="off", timeout_graceful_shutdown=1
     )
-    print(f"listening on http://{HOST}:{port}", flush=True)
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    asyncio.run(_serve(uvicorn.Server(config), sock, handler, grpc_sock))
+
+
+def listen(prog: str, port: int) -> socket.socket:
+    """A listening socket on 127.0.0.1 (``port`` 0: a free one)."""
+    try:
+        sock = socket.create_server((HOST, port))
+        # Connections inherit this from the listener. asyncio only sets it on sockets it
+        # recognises as TCP, and uvicorn's copy of a passed-in socket does not look like
+        # one: without it, every response on a kept-alive connection waits ~40 ms for the
+        # client's delayed ACK (Nagle).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError as exc:
+        raise SystemExit(f"{prog}: cannot listen on {HOST}:{port}: {exc}") from None
+    return sock
+
+
+async def _serve(server: Any, sock: socket.socket, handler: Any, grpc_sock: Any) -> None:
+    """Serve HTTP (and gRPC on its own port), then say so: the ready line and PID_FILE."""
+    grpc_server = None
+    if grpc_sock is not None:
+        import grpc
+        from a2a.server.request_handlers import GrpcHandler
+        from a2a.types import a2a_pb2_grpc
+
+        grpc_server = grpc.aio.server()
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
+        port = grpc_sock.getsockname()[1]
+        grpc_sock.close()  # gRPC binds the port itself; nobody else can take it this fast
+        grpc_server.add_insecure_port(f"{HOST}:{port}")
+        await grpc_server.start()
+    print(f"listening on http://{HOST}:{sock.getsockname()[1]}", flush=True)
+    pid_file = os.environ.get("PID_FILE")
+    if pid_file:
+        with open(pid_file, "w", encoding="utf-8") as handle:
+            handle.write(f"{os.getpid()}\n")
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        if grpc_server is not None:
+            await grpc_server.stop(1)

@@ -2,17 +2,28 @@
 
 Why: the evaluation engine must be tested against a real agent process, over real A2A,
 in every situation an agent can put it in: a plain answer, a question back
-(input-required), a failure, memory across turns, a turn that never ends, a process that
-dies, answers carried in artifacts, status messages or plain messages. A model-driven
-agent can do none of that on demand; this one does, deterministically.
+(input-required, auth-required), a failure of every kind, memory across turns, a turn
+that never ends, a process that dies, answers carried in artifacts (whole or in
+chunks), status messages or plain messages. A model-driven agent can do none of that on
+demand; this one does, deterministically.
 
 Keywords (case-sensitive, checked in this order; the first that applies wins):
 
 * ``CRASH``: the process dies at once (exit code 3), before any event is sent;
 * ``HANG``: the task opens and says WORKING, then the turn never ends;
-* the turn after an ``ASK`` turn of the same context: completes with ``got it: <text>``;
-* ``FAIL``: the task ends ``failed`` with the status message ``failure requested``;
+* ``RAISE <text>``: the executor raises ``RuntimeError(<text>)`` before any event, as an
+  agent whose model call failed does (a2a-sdk answers with an internal error carrying
+  the text: JSON-RPC ``-32603``, HTTP 500 over REST);
+* the turn after an ``ASK`` or ``AUTH`` turn of the same context: completes with
+  ``got it: <text>``;
+* ``FAIL``: the task ends ``failed`` with the status message ``failure requested``, or
+  with ``<message>`` for ``FAIL: <message>``;
+* ``REJECT``: the task ends ``rejected`` with ``I will not do that``;
+* ``CANCEL``: the task ends ``canceled`` with ``canceled by the agent``;
+* ``AUTH``: the task ends ``auth-required`` with ``sign in first``;
 * ``ASK``: the task ends ``input-required`` with ``What exactly do you mean?``;
+* ``CHUNKS``: completes with ``Hello, chunked world``, streamed as four chunks of one
+  artifact (``append``); a non-streaming client gets the artifact with four parts;
 * ``HISTORY``: completes with ``history: <earlier user texts of the context, ' | '-joined>``;
 * ``MODEL?``: completes with ``model: <MODEL>/<MODEL_PROVIDER>`` (the environment's);
 * anything else: completes with ``echo: <text>``.
@@ -38,6 +49,10 @@ NAME = "EchoAgent"
 CRASH_EXIT_CODE = 3
 QUESTION = "What exactly do you mean?"
 FAILURE = "failure requested"
+REJECTION = "I will not do that"
+CANCELED = "canceled by the agent"
+SIGN_IN = "sign in first"
+CHUNKS = ("Hel", "lo, ", "chunked ", "world")
 
 
 class EchoExecutor(AgentExecutor):
@@ -47,7 +62,7 @@ class EchoExecutor(AgentExecutor):
         self.latency_ms = latency_ms
         self.answer_in = answer_in
         self.history: defaultdict[str, list[str]] = defaultdict(list)
-        self.asked: set[str] = set()  # contexts whose last turn asked a question back
+        self.asked: set[str] = set()  # contexts whose last turn asked for input or auth
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         text = context.get_user_input()
@@ -61,14 +76,26 @@ class EchoExecutor(AgentExecutor):
         if "HANG" in text:
             await turn.start()
             await hang_forever()
+        if text.startswith("RAISE"):
+            raise RuntimeError(text.removeprefix("RAISE").strip() or "raised")
         if context_id in self.asked:
             self.asked.discard(context_id)
             await turn.answer(f"got it: {text}", self.answer_in)
         elif "FAIL" in text:
-            await turn.end(TaskState.TASK_STATE_FAILED, FAILURE)
+            reason = text.split("FAIL:", 1)[1].strip() if "FAIL:" in text else FAILURE
+            await turn.end(TaskState.TASK_STATE_FAILED, reason)
+        elif "REJECT" in text:
+            await turn.end(TaskState.TASK_STATE_REJECTED, REJECTION)
+        elif "CANCEL" in text:
+            await turn.end(TaskState.TASK_STATE_CANCELED, CANCELED)
+        elif "AUTH" in text:
+            self.asked.add(context_id)
+            await turn.end(TaskState.TASK_STATE_AUTH_REQUIRED, SIGN_IN)
         elif "ASK" in text:
             self.asked.add(context_id)
             await turn.end(TaskState.TASK_STATE_INPUT_REQUIRED, QUESTION)
+        elif "CHUNKS" in text:
+            await turn.chunks(CHUNKS)
         else:
             await turn.answer(reply_to(text, earlier), self.answer_in)
 
@@ -86,16 +113,18 @@ def reply_to(text: str, earlier: list[str]) -> str:
     return f"echo: {text}"
 
 
-def make_card(port: int, streaming: bool) -> AgentCard:
+def make_card(
+    port: int, streaming: bool, binding: str = "JSONRPC", address: str | None = None
+) -> AgentCard:
     skill = AgentSkill(
         id="echo",
         name="Echo",
-        description="Echoes the text; ASK, FAIL, HISTORY, HANG, CRASH and MODEL? change that.",
+        description="Echoes the text; keywords (ASK, FAIL, CRASH...) change that.",
         tags=["echo", "test"],
         examples=["hello", "ASK me", "HISTORY please"],
     )
     description = "A deterministic test agent: echoes what it is told, or obeys keywords."
-    return build_card(NAME, description, skill, port, streaming)
+    return build_card(NAME, description, skill, port, streaming, binding, address)
 
 
 def main(argv: list[str] | None = None) -> None:

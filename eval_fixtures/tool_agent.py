@@ -270,7 +270,9 @@ class ToolExecutor(AgentExecutor):
         raise UnsupportedOperationError(message="the tool agent cannot cancel tasks")
 
 
-def make_card(port: int, streaming: bool) -> AgentCard:
+def make_card(
+    port: int, streaming: bool, binding: str = "JSONRPC", address: str | None = None
+) -> AgentCard:
     skill = AgentSkill(
         id="tools",
         name="Tools",
@@ -279,7 +281,7 @@ def make_card(port: int, streaming: bool) -> AgentCard:
         examples=["weather in Paris", "calculate 2+3", "search cats", "ASK_AGENT helper"],
     )
     description = "A deterministic test agent that reports its tool calls and token usage."
-    return build_card(NAME, description, skill, port, streaming)
+    return build_card(NAME, description, skill, port, streaming, binding, address)
 
 
 def main(argv: list[str] | None = None) -> None:

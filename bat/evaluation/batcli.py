@@ -36,9 +36,13 @@ from math import inf
 from pathlib import Path
 from typing import Any
 
+from bat.atomic import write_text_atomic
 from bat.errors import InputError
 from bat.evaluation.charts import METRICS_FILE, SUMMARY_FILE, read_json_object
+from bat.evaluation.dataset import TaskSpec, normalize_status
 from bat.evaluation.metrics import EpisodeRow, summarize
+from bat.evaluation.records import EpisodeResult, EpisodeTrace, ToolCall, Usage
+from bat.evaluation.verdict import judge_episode
 
 
 @dataclass
@@ -179,3 +183,112 @@ def _model_name(folder: Path, given: dict[str, Any]) -> str:
             return name
     name = given.get("model_name")
     return name if isinstance(name, str) and name else folder.name
+
+
+# --- re-judging (eval.verdict) ------------------------------------------------------------
+
+
+def model_folders(path: Path) -> list[Path]:
+    """``path`` if it is a bat-cli model folder, else its sub-folders that are."""
+    path = Path(path)
+    if is_model_folder(path):
+        return [path]
+    children = sorted(p for p in path.iterdir() if p.is_dir()) if path.is_dir() else []
+    return [child for child in children if is_model_folder(child)]
+
+
+def as_episode(data: dict[str, Any], path: Path) -> EpisodeResult:
+    """A bat-cli episode file as an EpisodeResult, for the deterministic verdict."""
+    trace = data.get("trace") if isinstance(data.get("trace"), dict) else {}
+    calls = [
+        ToolCall(name=call["name"], args=call.get("args", call.get("arguments")))
+        for call in trace.get("tool_calls") or []
+        if isinstance(call, dict) and isinstance(call.get("name"), str)
+    ]
+    totals = (trace.get("trajectory") or {}).get("totals") or {}
+    tokens_in, tokens_out = _count(totals.get("tokens_in")) or 0, _count(totals.get("tokens_out"))
+    usage = Usage(
+        prompt_tokens=tokens_in,
+        completion_tokens=tokens_out or 0,
+        total_tokens=tokens_in + (tokens_out or 0),
+        model_calls=_count(totals.get("model_calls")) or 0,
+    )
+    aux = data.get("aux") if isinstance(data.get("aux"), dict) else {}
+    index = aux.get("attempt_index")
+    status = data.get("final_status")
+    try:
+        return EpisodeResult(
+            task_id=str(data["task_id"]),
+            attempt=index + 1 if isinstance(index, int) else 1,
+            model=str(data.get("model_name") or ""),
+            status=normalize_status(status) if isinstance(status, str) else "working",
+            final_output=str(data.get("final_output") or ""),
+            trace=EpisodeTrace(context_id="", tool_calls=calls, usage=usage),
+            started_at="",
+            ended_at="",
+        )
+    except (KeyError, ValueError) as exc:
+        raise InputError(f"{path} is not a bat-cli episode file: {exc}") from None
+
+
+def recheck(folder: Path, tasks: dict[str, TaskSpec]) -> int:
+    """Re-judge a bat-cli model folder against ``tasks``; returns the verdicts changed.
+
+    The files stay in bat-cli's format: each episode's ``verdict`` is rewritten, and so
+    are the rows of ``metrics.json`` (``success``, ``verdict``) and the counts of
+    ``summary.json``, so that bat-cli, ``eval.plot`` and ``eval.compare`` all read the new
+    verdicts.
+    """
+    folder = Path(folder)
+    changed = 0
+    verdicts: dict[tuple[str, int], dict[str, Any]] = {}
+    for path in sorted((folder / "episodes").glob("*.json")):
+        data = read_json_object(path)
+        episode_ = as_episode(data, path)
+        task = tasks.get(episode_.task_id)
+        if task is None:
+            continue
+        verdict = judge_episode(task.expected, episode_)
+        new = {"passed": verdict.passed, "reason": verdict.reason}
+        verdicts[(episode_.task_id, episode_.attempt)] = new
+        if data.get("verdict") != new:
+            data["verdict"] = new
+            write_text_atomic(path, json.dumps(data, indent=2) + "\n")
+            changed += 1
+    if changed:
+        _rewrite_counts(folder, verdicts)
+    return changed
+
+
+def _rewrite_counts(folder: Path, verdicts: dict[tuple[str, int], dict[str, Any]]) -> None:
+    """metrics.json rows and summary.json counts after the episodes' verdicts changed."""
+    metrics_path, summary_path = folder / METRICS_FILE, folder / SUMMARY_FILE
+    metrics, summary = read_json_object(metrics_path), read_json_object(summary_path)
+    seen: dict[str, int] = {}
+    counts: dict[str, list[int]] = {}  # task id -> [attempts, passed]
+    for row in metrics.get("per_episode") or []:
+        task_id = str(row.get("task_id"))
+        seen[task_id] = seen.get(task_id, 0) + 1
+        verdict = verdicts.get((task_id, seen[task_id]))
+        if verdict is not None:
+            row["success"], row["verdict"] = verdict["passed"], verdict
+        tally = counts.setdefault(task_id, [0, 0])
+        tally[0] += 1
+        tally[1] += bool(row.get("success"))
+    passed = sum(p for _, p in counts.values())
+    total = sum(n for n, _ in counts.values())
+    block = metrics.get("summary")
+    if isinstance(block, dict):
+        block.update(passed=passed, failed=total - passed, pass_rate=passed / total if total else 0)
+    for entry in summary.get("attempts") or []:
+        attempts, ok = counts.get(str(entry.get("task_id")), (0, 0))
+        if attempts:
+            entry.update(
+                attempts=attempts,
+                passed=ok,
+                failed=attempts - ok,
+                success_percentage=round(100.0 * ok / attempts, 2),
+            )
+    summary["passed"] = passed
+    write_text_atomic(metrics_path, json.dumps(metrics, indent=2) + "\n")
+    write_text_atomic(summary_path, json.dumps(summary, indent=2) + "\n")

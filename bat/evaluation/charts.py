@@ -132,6 +132,22 @@ class Run:
             return sum(row.get("infra_error") is not None for row in self.rows)
         return value
 
+    def agent_errors(self) -> dict[str, int]:
+        """Episodes per agent-error kind (only kinds that occurred)."""
+        given = self.stats.get("agent_errors")
+        if isinstance(given, dict):
+            return {str(k): v for k, v in given.items() if isinstance(v, int) and v > 0}
+        counts: dict[str, int] = {}
+        for row in self.rows:
+            kind = row.get("agent_error")
+            if isinstance(kind, str):
+                counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
+    def vacuous_passes(self) -> int:
+        value = _int(self.stats.get("vacuous_passes"))
+        return sum(bool(row.get("vacuous")) for row in self.rows) if value is None else value
+
     def pass_rate(self) -> float | None:
         value = _num(self.stats.get("pass_rate"))
         if value is None and self.episodes():

@@ -317,13 +317,24 @@ def result_line(label: str, totals: dict, k: int) -> str:
 
 
 def recheck_run(run_dir: Path, dataset: Dataset, *, say: Say = print) -> int:
-    """Re-judge every episode of a run against the dataset's current expectations."""
+    """Re-judge every episode of a run against the dataset's current expectations.
+
+    ``run_dir`` is one of bat's runs, or a run folder of bat-cli 2026.10 (its files are
+    rewritten in its own format, ``batcli.recheck``).
+    """
+    from bat.evaluation import batcli
+
+    tasks = {task.id: task for task in dataset.tasks}
     changed = 0
+    if not (run_dir / rundir.RUN_FILE).is_file():
+        for folder in batcli.model_folders(run_dir):
+            changed += batcli.recheck(folder, tasks)
+        say(f"{changed} verdict(s) changed")
+        return changed
     for model_dir in rundir.model_dirs(run_dir):
         for path, episode in load_episodes(model_dir):
-            try:
-                task = dataset.task(episode.task_id)
-            except StopIteration:
+            task = tasks.get(episode.task_id)
+            if task is None:
                 continue
             verdict = judge_episode(task.expected, episode)
             if verdict != episode.verdict:

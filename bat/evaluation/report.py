@@ -29,6 +29,7 @@ from bat.evaluation.charts import ChartSet, Run, matches, task_order
 
 REPORT_FILE = "report.html"
 OUTPUT_PREVIEW_CHARS = 400
+VACUOUS = "an empty answer, or only the status was checked: the pass proves little"
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 STYLE = """
@@ -55,6 +56,8 @@ summary { cursor: pointer; }
 .pass { color: #1b7f3b; font-weight: 600; }
 .fail { color: #b42318; font-weight: 600; }
 .infra { color: #8a5a00; font-weight: 600; }
+.agent { color: #9a1b6b; font-weight: 600; }
+.vacuous { color: #56606b; font-style: italic; }
 .text { white-space: pre-wrap; word-break: break-word; max-width: 560px; }
 code { font-size: 13px; }
 """
@@ -69,6 +72,8 @@ class EpisodeView:
     passed: bool | None = None
     status: str = ""
     infra: str | None = None
+    agent_error: str | None = None  # the kind, when the agent answered with an error
+    vacuous: bool = False
     reason: str = ""
     output: str = ""
     judge: list[tuple[str, str, str]] = field(default_factory=list)  # dimension, score, why
@@ -113,7 +118,9 @@ def render_report(
         _card("tasks", str(len(all_tasks))),
         _card("episodes", str(total)),
         _card("passed", f"{passed} ({_percent(passed / total if total else None)})"),
+        _card("agent errors", str(sum(sum(run.agent_errors().values()) for run in runs))),
         _card("infra failures", str(sum(run.infra_failures() for run in runs))),
+        _card("vacuous passes", str(sum(run.vacuous_passes() for run in runs))),
         "</div>",
     ]
     if task_filter:
@@ -139,6 +146,9 @@ def load_episodes(run: Run, folder: Path) -> dict[tuple[str, int | None], Episod
         view.passed = bool(row.get("passed"))
         view.status = str(row.get("status") or "")
         view.infra = None if row.get("infra_error") is None else str(row["infra_error"])
+        error = row.get("agent_error")
+        view.agent_error = error if isinstance(error, str) else None
+        view.vacuous = row.get("vacuous") is True
         views[(view.task_id, attempt)] = view
     directory = run.folder / "episodes"
     paths = sorted(directory.glob("*.json")) if directory.is_dir() else []
@@ -169,6 +179,11 @@ def _fill_from_file(view: EpisodeView, data: dict[str, Any]) -> None:
             view.passed = verdict["passed"]
     if not view.status and isinstance(data.get("status"), str):
         view.status = data["status"]
+    error = data.get("agent_error")
+    if isinstance(error, dict) and isinstance(error.get("kind"), str):
+        view.agent_error = view.agent_error or error["kind"]
+    if isinstance(verdict, dict) and verdict.get("vacuous") is True:
+        view.vacuous = True
     infra = data.get("infra_error")
     if isinstance(infra, dict):
         kind, message = infra.get("kind"), infra.get("message")
@@ -219,6 +234,7 @@ def _runs_section(runs: list[Run]) -> list[str]:
         "95 % interval",
         "pass@k",
         "pass^k",
+        "agent errors",
         "infra failures",
         "latency p50 / p90 / p99 (s)",
         "tokens / episode",
@@ -244,6 +260,7 @@ def _runs_section(runs: list[Run]) -> list[str]:
             _num(f"{_percent(interval[0])} – {_percent(interval[1])}" if interval else "–"),
             _num(_percent(run.pass_at_k()) + (f" (k={k})" if k else "")),
             _num(_percent(run.pass_hat_k()) + (f" (k={k})" if k else "")),
+            f'<td class="label">{_e(_tally(run.agent_errors()))}</td>',
             _num(str(run.infra_failures())),
             _num(" / ".join(_seconds(latency[key]) for key in ("p50", "p90", "p99"))),
             _num(f"{tokens[0]:.0f} + {tokens[1]:.0f}" if tokens else "–"),
@@ -253,7 +270,9 @@ def _runs_section(runs: list[Run]) -> list[str]:
     parts.append("</table></div>")
     parts.append(
         '<p class="note">tokens / episode: prompt + completion (mean). The pass rate '
-        "counts every episode; pass@k and pass^k leave infrastructure failures out.</p>"
+        "counts every episode; pass@k and pass^k leave infrastructure failures out (bat "
+        "could not observe the agent) and count agent errors (the agent answered with a "
+        "failure) as the agent's own outcome.</p>"
     )
     return parts
 
@@ -350,8 +369,12 @@ def _episode_row(run: Run, view: EpisodeView) -> str:
         verdict = f'<span class="infra">infra: {_e(view.infra)}</span>'
     elif view.passed:
         verdict = '<span class="pass">passed</span>'
+        if view.vacuous:
+            verdict += f' <span class="vacuous" title="{VACUOUS}">(vacuous)</span>'
     else:
         verdict = '<span class="fail">failed</span>'
+    if view.agent_error:
+        verdict += f'<br><span class="agent">agent error: {_e(view.agent_error)}</span>'
     judge = "<br>".join(
         f"<b>{_e(dimension)}</b> {_e(score)}" + (f": {_e(why)}" if why else "")
         for dimension, score, why in view.judge
@@ -366,6 +389,11 @@ def _episode_row(run: Run, view: EpisodeView) -> str:
         f'<td class="text">{judge}</td>'
         f"<td>{link}</td></tr>"
     )
+
+
+def _tally(counts: dict[str, int]) -> str:
+    """``2 rate_limited, 1 crashed`` (or ``0``)."""
+    return ", ".join(f"{n} {kind}" for kind, n in counts.items()) or "0"
 
 
 def _e(text: str) -> str:

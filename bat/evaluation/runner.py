@@ -28,6 +28,7 @@ from pathlib import Path
 from bat.atomic import write_text_atomic
 from bat.errors import BatError
 from bat.evaluation.adapter import A2ASession, Observed
+from bat.evaluation.agent_card import card_answers
 from bat.evaluation.dataset import TaskSpec
 from bat.evaluation.records import AgentError, EpisodeResult, EpisodeTrace, InfraError
 from bat.evaluation.rundir import episode_path, now_iso
@@ -163,14 +164,27 @@ class EpisodeRunner:
         return observed
 
     async def _died_under(self, observed: Observed) -> bool:
-        """Whether the agent process died under this episode (its failure says so)."""
-        if self.agent is None or observed.infra_error is None:
+        """Whether the agent process died under this episode (its failure says so).
+
+        A connection that broke while the agent lives on is not the harness's failure:
+        the agent broke off its own reply (an executor exception does that to a stream),
+        which is its outcome. Without a process of ours, a card that still answers says
+        the agent lives.
+        """
+        infra = observed.infra_error
+        if infra is None:
             return False
-        if observed.infra_error.kind not in ("crash", "unreachable"):
+        if self.agent is None:
+            if infra.kind == "crash" and await asyncio.to_thread(card_answers, self.url, 2):
+                _broke_off(observed)
+            return False
+        if infra.kind not in ("crash", "unreachable"):
             return not self.agent.alive()
         deadline = time.monotonic() + DEATH_GRACE_S
         while self.agent.alive():
             if time.monotonic() >= deadline:
+                if infra.kind == "crash":
+                    _broke_off(observed)
                 return False
             await asyncio.sleep(WATCH_EVERY_S)
         return True
@@ -254,6 +268,16 @@ class EpisodeRunner:
             return
         if await self.spans.wait_for(trace.context_id, len(trace.turns)):
             merge_span_report(trace, self.spans.report(trace.context_id))
+
+
+def _broke_off(observed: Observed) -> None:
+    """Record a reply the living agent broke off as the agent's own error."""
+    observed.agent_error = AgentError(
+        kind="agent_exception",
+        message=f"the agent broke off its reply and lives on ({observed.infra_error.message})",
+    )
+    observed.infra_error = None
+    observed.status = "error"
 
 
 def _earlier(path: Path) -> list[str]:

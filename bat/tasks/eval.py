@@ -25,14 +25,18 @@ def _config(c: Context):
     return load_config(Path(setting(c, None, "eval.file", DEFAULTS["file"])))
 
 
-def _run_dir(c: Context, run: str | None):
-    """The run a stage works on: ``--run``, else the one ``eval.run`` just made, else the latest."""
+def _run_dir(c: Context, run: str | None, *, batcli: bool = False):
+    """The run a stage works on: ``--run``, else the one ``eval.run`` just made, else the
+    latest. With ``batcli``, a run folder of bat-cli 2026.10 (no run.json) is taken too."""
     from pathlib import Path
 
+    from bat.evaluation import batcli as batcli_files
     from bat.evaluation.rundir import find_run
 
     chosen = run or setting(c, None, "eval.run_dir", None)
     if chosen and (Path(chosen) / "run.json").is_file():
+        return Path(chosen)
+    if chosen and batcli and batcli_files.model_folders(Path(chosen)):
         return Path(chosen)
     return find_run(_config(c).output_dir, chosen)
 
@@ -130,14 +134,16 @@ def summarize(c: Context, run: str | None = None) -> None:
     print(f"Wrote {len(written)} file(s) in {run_dir}")
 
 
-@command(help={"run": "Run directory or run id (default: the latest run)."})
+@command(
+    help={"run": "Run directory or run id (default: the latest run); or a bat-cli run folder."}
+)
 def verdict(c: Context, run: str | None = None) -> None:
     """Re-check every episode of a run against the dataset's current expectations."""
     from bat.evaluation.dataset import load_dataset
     from bat.evaluation.pipeline import recheck_run
 
     resolved = _config(c)
-    recheck_run(_run_dir(c, run), load_dataset(resolved.dataset))
+    recheck_run(_run_dir(c, run, batcli=True), load_dataset(resolved.dataset))
 
 
 @command(
