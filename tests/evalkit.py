@@ -29,9 +29,11 @@ def make_project(
     agent_env: dict | None = None,
     start: bool = True,
     config_yaml: str | None = None,
+    command: str | None = None,
     **evaluation,
 ) -> Path:
-    """An agent root with eval/eval.yaml running ``eval_fixtures.<agent>`` and a dataset."""
+    """An agent root with eval/eval.yaml running ``eval_fixtures.<agent>`` (or ``command``)
+    and a dataset."""
     (root / "eval" / "input").mkdir(parents=True, exist_ok=True)
     if isinstance(tasks, str):
         tasks = json.loads((DATASETS / tasks).read_text())
@@ -48,7 +50,7 @@ def make_project(
     }
     section["agent"] = {
         "start": start,
-        "command": f"{{python}} -m eval_fixtures.{agent}",
+        "command": command or f"{{python}} -m eval_fixtures.{agent}",
         "env": {"PYTHONPATH": str(REPO), **(agent_env or {})},
     }
     models = section.pop("models", None)

@@ -154,3 +154,28 @@ def test_agent_calls_are_counted(tmp_path, bat, home):
         (episode,) = episodes(run_dirs(project)[0]).values()
         assert episode["verdict"]["passed"], episode["verdict"]["reason"]
         assert json.dumps(episode["trace"]["agent_calls"]).count("planner") == 1
+
+
+NO_TELEMETRY = "checkpoints: true\nendpoint: {url: http://localhost, port: '${PORT}'}\n"
+SILENT = NO_TELEMETRY + "telemetry:\n  output:\n    - {type: local, file_path: spans.jsonl}\n"
+
+
+def test_spans_that_will_not_come_are_not_waited_for(tmp_path, bat, home):
+    """An agent that is not on bat-adk and whose config has no telemetry writes no spans:
+    no episode waits for them (they used to wait 5 s each, in the first waves)."""
+    tasks = [{"id": f"t{i}", "turns": [f"q{i}"], "expected": {}} for i in range(12)]
+    project = make_project(tmp_path, tasks, config_yaml=NO_TELEMETRY)
+    assert bat("eval.run", cwd=project).code == 0
+    (model,) = json.loads((run_dirs(project)[0] / "run.json").read_text())["models"]
+    assert model["spans"] == "not expected" and model["span_waits"] == 0
+
+
+def test_spans_that_should_come_but_do_not_stop_being_waited_for(tmp_path, bat, home):
+    """Telemetry configured, but the agent writes nothing: once one wait runs out on an
+    empty file, the waits in flight end and no later episode waits."""
+    tasks = [{"id": f"t{i}", "turns": [f"q{i}"], "expected": {}} for i in range(12)]
+    project = make_project(tmp_path, tasks, config_yaml=SILENT, concurrency=4)
+    assert bat("eval.run", cwd=project).code == 0
+    (model,) = json.loads((run_dirs(project)[0] / "run.json").read_text())["models"]
+    assert model["spans"] == "silent"
+    assert 1 <= model["span_waits"] <= 4  # the first wave at most, never all 12

@@ -231,6 +231,7 @@ class A2ASession:
         )
         if task_id:
             message.task_id = task_id
+        broken: BaseException | None = None  # the stale connection's failure, if any
         for client in (self._client, self._fresh):
             opened = time.perf_counter()
             first = True
@@ -243,8 +244,12 @@ class A2ASession:
                     first = False
                 return
             except Exception as exc:
-                if not first or client is self._fresh or not _stale_connection(exc):
+                if broken is not None and _refused(exc):
+                    # Nothing listens any more: the agent went away under the request.
+                    raise broken from broken.__cause__  # (keep what broke it, for the record)
+                if not first or broken is not None or not _stale_connection(exc):
                     raise
+                broken = exc
                 self.requests_resent += 1
 
 
@@ -264,6 +269,17 @@ def _client(card: Any, bindings: list[str], http: Any) -> Any:
 
         config.grpc_channel_factory = grpc.aio.insecure_channel
     return ClientFactory(config).create(card)
+
+
+def _refused(exc: BaseException) -> bool:
+    import httpx
+
+    current: BaseException | None = exc
+    while current is not None:
+        if isinstance(current, httpx.ConnectError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _stale_connection(exc: BaseException) -> bool:

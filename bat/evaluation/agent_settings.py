@@ -54,6 +54,7 @@ class AgentSettings:
     endpoint_source: str | None = None  # where the port was read, for messages
     telemetry_outputs: int = 0  # outputs the agent's own config has
     uses_bat_adk: bool = False
+    missing_config: Path | None = None  # a CONFIG_PATH that names no file
 
     @classmethod
     def read(cls, root: Path, env: dict[str, str]) -> AgentSettings:
@@ -68,6 +69,7 @@ class AgentSettings:
         path: Path | None = (root / named) if named else root / "config.yaml"
         raw: dict[str, Any] = {}
         expanded: dict[str, Any] = {}
+        missing = None
         if path is not None and path.is_file():
             text = path.read_text(encoding="utf-8")
             try:
@@ -76,6 +78,7 @@ class AgentSettings:
             except yaml.YAMLError as exc:
                 raise InputError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
         else:
+            missing = path if named else None
             path = None
         telemetry = _mapping(expanded.get("telemetry"))
         level, source = _privacy_word(telemetry.get("privacy")), f"{path}: telemetry.privacy"
@@ -95,6 +98,7 @@ class AgentSettings:
             endpoint_source=f"{path}: endpoint" if port is not None else None,
             telemetry_outputs=len(outputs) if isinstance(outputs, list) else 0,
             uses_bat_adk=_uses_bat_adk(root),
+            missing_config=missing,
         )
 
     @property
@@ -148,23 +152,29 @@ class AgentSettings:
         )
 
 
-def agent_address(settings: AgentSettings | None, dotenv: dict[str, str]) -> tuple[str, int]:
-    """``(host, port)`` where a started agent will listen, read as bat-adk reads it.
+def agent_address(
+    settings: AgentSettings | None, dotenv: dict[str, str], agent_env: dict[str, str] | None = None
+) -> tuple[str, int, str]:
+    """``(host, port, where the port came from)`` of a started agent, read as bat-adk does.
 
-    The port: config.yaml's ``endpoint`` (``port``, or a port in ``url``), then the
-    ``PORT`` of ``.env``, then 9900. The host: the endpoint's when it is an IPv4 loopback
-    address, else 127.0.0.1. bat-adk binds every interface, and an agent bat starts runs
-    on this machine whatever name (``localhost``, a public one) its card advertises;
-    ``localhost`` may resolve to ``::1`` first, where such an agent does not listen.
+    The port: config.yaml's ``endpoint`` (``port``, or a port in ``url``), then ``PORT``
+    of ``evaluation.agent.env`` (set for this agent on purpose), then ``PORT`` of ``.env``,
+    then 9900. The host: the endpoint's when it is an IPv4 loopback address, else
+    127.0.0.1. bat-adk binds every interface, and an agent bat starts runs on this machine
+    whatever name (``localhost``, a public one) its card advertises; ``localhost`` may
+    resolve to ``::1`` first, where such an agent does not listen.
     """
-    port = settings.endpoint_port if settings else None
-    if port is None:
-        value = dotenv.get("PORT", "").strip()
-        port = int(value) if value.isdigit() and 0 < int(value) < 65536 else DEFAULT_PORT
+    port, source = None, "the default port"
+    if settings is not None and settings.endpoint_port is not None:
+        port, source = settings.endpoint_port, settings.endpoint_source
+    for values, where in ((agent_env or {}, "evaluation.agent.env: PORT"), (dotenv, ".env: PORT")):
+        value = values.get("PORT", "").strip()
+        if port is None and value.isdigit() and 0 < int(value) < 65536:
+            port, source = int(value), where
     host = settings.endpoint_host if settings else None
     if not (host and re.fullmatch(r"127(\.\d{1,3}){3}", host)):
         host = "127.0.0.1"
-    return host, port
+    return host, port or DEFAULT_PORT, source
 
 
 def _endpoint(endpoint: dict[str, Any]) -> tuple[str | None, int | None]:

@@ -178,8 +178,8 @@ class JudgeSpec(_ProviderModel):
     ``provider: ollama`` speaks Ollama's native ``/api/chat``; any other provider speaks
     OpenAI-compatible chat completions at ``base_url`` (OpenAI, vLLM, llama.cpp server,
     LM Studio, Ollama's ``/v1``). ``budget_chars`` is also read under bat-cli's name
-    ``max_trajectory_chars``; ``env`` holds variables the judge reads (its API key) before
-    the shell and the agent's ``.env``. bat-cli's ``mode: outcome`` (one lenient score)
+    ``max_trajectory_chars``; ``env`` holds variables the judge reads its API key from,
+    over the shell and the agent's ``.env``. bat-cli's ``mode: outcome`` (one lenient score)
     has no counterpart here: it is accepted with a warning (see ``config_warnings``).
     """
 
@@ -368,13 +368,20 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
         raise InputError(f"{file}: the top level must be a mapping of keys")
     root = (base / _raw_root(data)).resolve()
     dotenv = read_dotenv(root / ".env")
-    problems = _expand_variables(data, {**dotenv, **os.environ}, file, text)
-    single_judge = isinstance(data.get("judge"), dict | str)
+    unset: dict[tuple, str] = {}  # key path -> its problem: an unset ${VAR}
+    _expand_variables(data, {**dotenv, **os.environ}, file, text, unset)
+    problems = list(unset.values())
+    single_judge = data.get("judge") is not None and not isinstance(data.get("judge"), list)
     try:
         config = EvalConfig.model_validate(data)
     except ValidationError as exc:
+        # A value whose ${VAR} is unset is reported once, as such, not again as invalid.
         problems += validation_problems(
-            file, text, exc, fix_path=_single_judge_path if single_judge else None
+            file,
+            text,
+            exc,
+            fix_path=_single_judge_path if single_judge else None,
+            skip=set(unset),
         )
     if problems:
         raise InputError(f"{file} has {len(problems)} problem(s)", details=problems)
@@ -385,14 +392,12 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
     else:
         env = {**dotenv, **os.environ, **evaluation.agent.env}
         settings = AgentSettings.read(root, env) if root.is_dir() else None
-        host, port = agent_address(settings, dotenv)
+        host, port, source = agent_address(settings, dotenv, evaluation.agent.env)
         agent_url = f"http://{host}:{port}"
-        if settings is not None and settings.endpoint_source:
-            source = settings.endpoint_source
-        elif dotenv.get("PORT", "").strip().isdigit():
+        if source == ".env: PORT":
             source = f"{root / '.env'}: PORT"
-        else:
-            source = "the default port"
+        elif source.startswith("evaluation."):
+            source = f"{file}: {source}"
     return ResolvedConfig(
         file=file,
         config=config,
@@ -428,9 +433,11 @@ def _raw_root(data: dict[str, Any]) -> str:
     return root if isinstance(root, str) and root else "."
 
 
-def _expand_variables(data: Any, env: dict[str, str], file: Path, text: str) -> list[str]:
-    """Replace ``${VAR}`` in place at the ``EXPANDED`` paths; one problem per unset one."""
-    problems: list[tuple[int, str]] = []
+def _expand_variables(
+    data: Any, env: dict[str, str], file: Path, text: str, unset: dict[tuple, str]
+) -> None:
+    """Replace ``${VAR}`` in place at the ``EXPANDED`` paths; each unset one is put in
+    ``unset`` (key path -> the problem's line)."""
     lines: dict | None = None
 
     def visit(node: Any, pattern: tuple[str, ...], path: tuple) -> None:
@@ -455,18 +462,13 @@ def _expand_variables(data: Any, env: dict[str, str], file: Path, text: str) -> 
                     lines = line_index(text) if lines is None else lines
                     line = lines.get((*path, key))
                     where = f" (line {line})" if line else ""
-                    problems.append(
-                        (
-                            line or 0,
-                            f"{file}: {dotted((*path, key))}{where}: ${{{exc.name}}} is not set "
-                            "in the shell or the agent's .env (or write ${"
-                            f"{exc.name}:-default}})",
-                        )
+                    unset[(*path, key)] = (
+                        f"{file}: {dotted((*path, key))}{where}: ${{{exc.name}}} is not set in "
+                        f"the shell or the agent's .env (or write ${{{exc.name}:-default}})"
                     )
 
     for pattern in EXPANDED:
         visit(data, pattern, ())
-    return [message for _, message in sorted(problems)]
 
 
 def _single_judge_path(path: tuple) -> tuple:

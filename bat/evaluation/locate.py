@@ -56,12 +56,14 @@ def validation_problems(
     *,
     prefix: Path_ = (),
     fix_path: Callable[[Path_], Path_] | None = None,
+    skip: set[Path_] | None = None,
 ) -> list[str]:
     """One ``file: key.path (line N): message`` line per error of a pydantic ValidationError.
 
     Messages speak the file's words: pydantic's mentions of model classes ("a valid
     dictionary or instance of JudgeSpec") become what the file should hold. ``fix_path``
-    maps an error's key path back to the file's shape where a validator reshaped it.
+    maps an error's key path back to the file's shape where a validator reshaped it;
+    errors at a path of ``skip`` (already reported otherwise) are left out.
     """
     lines = line_index(text)
     problems = []
@@ -69,6 +71,8 @@ def validation_problems(
         path = (*prefix, *item["loc"])
         if fix_path is not None:
             path = fix_path(path)
+        if skip and any(path[: len(bad)] == bad for bad in skip):
+            continue
         line = _nearest_line(lines, path)
         where = f" (line {line})" if line else ""
         message = item["msg"].removeprefix("Value error, ")

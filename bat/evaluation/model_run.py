@@ -43,6 +43,7 @@ class ModelRecord:
     requests_resent: int = 0  # again on a fresh connection: one broke before any reply
     binding: str | None = None  # the A2A binding and version spoken
     spans: str | None = None  # expected, not expected, silent, or none (no span file)
+    span_waits: int = 0  # episodes that waited for their spans to appear
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -86,7 +87,7 @@ def run_model(
         # Spans are read only when the agent has a config file to send them to our file.
         spans_file = model_dir / "spans.jsonl" if settings.config_path else None
         expected = spans_file is not None and settings.writes_spans
-        log = run_dir / f"agent-{record.dir}.log"
+        log = agent_log(run_dir, record)
         agent = _agent_process(resolved, settings, model, model_dir, log, spans_file)
     elif not card_answers(resolved.agent_url):
         raise InputError(
@@ -127,9 +128,15 @@ def run_model(
         record.episodes_run += len(work)
         record.status = "completed"
         record.spans = _spans_word(spans)
+        record.span_waits += spans.waits if spans is not None else 0
     finally:
         if agent is not None:
             agent.stop()
+
+
+def agent_log(run_dir: Path, record: ModelRecord) -> Path:
+    """Where the output of the model's agent goes."""
+    return run_dir / f"agent-{record.dir}.log"
 
 
 def failed(record: ModelRecord, reason: str, log: Path | None) -> None:

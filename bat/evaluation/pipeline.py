@@ -28,7 +28,7 @@ from bat.evaluation.agent_settings import AgentSettings, read_dotenv
 from bat.evaluation.config import ResolvedConfig
 from bat.evaluation.dataset import Dataset, load_dataset
 from bat.evaluation.metrics import EpisodeRow, summarize
-from bat.evaluation.model_run import ModelRecord, failed, model_record, run_model
+from bat.evaluation.model_run import ModelRecord, agent_log, failed, model_record, run_model
 from bat.evaluation.records import EpisodeResult
 from bat.evaluation.verdict import judge_episode
 
@@ -65,6 +65,11 @@ def preflight(resolved: ResolvedConfig) -> Preflight:
             )
         env = {**read_dotenv(resolved.root / ".env"), **os.environ, **agent.env}
         settings = AgentSettings.read(resolved.root, env)
+        if settings.missing_config is not None:
+            raise InputError(
+                f"CONFIG_PATH names {settings.missing_config}, which does not exist (the "
+                "agent would start without its configuration)"
+            )
         problems = settings.problems_for(
             needs_tool_names=any(t.expected.checks_tools for t in dataset.tasks),
             needs_tool_args=any(
@@ -146,7 +151,6 @@ def run_evaluation(
 def _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say) -> BatError | None:
     """Run one model; a failure is recorded for that model (and returned), and the run
     goes on."""
-    log = run_dir / f"agent-{record.dir}.log"
     try:
         run_model(
             resolved,
@@ -159,7 +163,7 @@ def _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say)
             say=say,
         )
     except BatError as exc:
-        failed(record, exc.message, log)
+        failed(record, exc.message, agent_log(run_dir, record))
         say(f"[{record.label}] could not be evaluated: {exc.message}")
         for line in record.log_tail:
             say(f"  | {line}")
@@ -205,7 +209,7 @@ def _carry_over(records: list[ModelRecord], earlier: dict) -> None:
     before = {m.get("dir"): m for m in earlier.get("models", []) if isinstance(m, dict)}
     for record in records:
         old = before.get(record.dir) or {}
-        for key in ("restarts", "requests_resent", "episodes_run"):
+        for key in ("restarts", "requests_resent", "episodes_run", "span_waits"):
             if isinstance(old.get(key), int):
                 setattr(record, key, old[key])
 

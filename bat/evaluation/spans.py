@@ -72,25 +72,25 @@ class SpanIndex:
         self._tails = [_Tail(path), *(_Tail(other) for other in extra)]
         self._by_trace: dict[str, list[dict]] = defaultdict(list)
         self._roots: dict[str, list[dict]] = defaultdict(list)  # conversation id -> root spans
-        self.total = 0  # spans read so far
+        self.total = 0  # spans of the agent's own file read so far (not the extra files')
         self.silent = False  # a wait ran out with no span at all: the agent writes none
         self.longest_delay_s = 0.0  # the longest a wait took until its spans were there
         self.waits = 0  # waits that ran (for the run record and the tests)
 
     def refresh(self) -> None:
         """Read the lines appended to every file since the last call."""
-        for tail in self._tails:
+        for number, tail in enumerate(self._tails):
             for line in tail.new_lines():
-                self._add(line)
+                self._add(line, own=number == 0)
 
-    def _add(self, line: bytes) -> None:
+    def _add(self, line: bytes, *, own: bool) -> None:
         try:
             span = json.loads(line)
         except ValueError:
             return
         if not isinstance(span, dict) or not isinstance(span.get("attributes"), dict):
             return
-        self.total += 1
+        self.total += own  # the agent's own spans: whether it writes any at all
         trace_id = span.get("trace_id")
         if isinstance(trace_id, str):
             self._by_trace[trace_id].append(span)

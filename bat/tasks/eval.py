@@ -14,7 +14,7 @@ from invoke import Collection, Context, task
 
 from bat.tasks._options import BatTask, command, setting
 
-DEFAULTS = {"file": "eval/eval.yaml", "run_dir": None, "untrusted": None}
+DEFAULTS = {"file": "eval/eval.yaml", "run_dir": None}
 
 
 def _config(c: Context):
@@ -36,9 +36,12 @@ def _run_dir(c: Context, run: str | None, *, batcli: bool = False):
     chosen = run or setting(c, None, "eval.run_dir", None)
     if chosen and (Path(chosen) / "run.json").is_file():
         return Path(chosen)
-    if chosen and batcli and batcli_files.model_folders(Path(chosen)):
-        return Path(chosen)
-    return find_run(_config(c).output_dir, chosen)
+    output_dir = _config(c).output_dir
+    if chosen and batcli:
+        for candidate in (Path(chosen), output_dir / chosen):
+            if batcli_files.model_folders(candidate):
+                return candidate
+    return find_run(output_dir, chosen)
 
 
 @command(short={"force": "f"}, help={"force": "Overwrite existing eval files."})
