@@ -19,6 +19,7 @@ from bat.evaluation.config import load_config
 from bat.evaluation.dataset import load_dataset
 from tests.conftest import REPO
 from tests.evalkit import episodes, make_project, run_dirs, start_model_server, summary
+from tests.test_batcli_runs import copy_run
 from tests.test_charts import svg_texts
 from tests.test_eval_judge import judge_reply
 
@@ -315,14 +316,6 @@ def test_judge_env_holds_the_judges_key_before_the_shell(tmp_path, bat, home):
 
 
 # --- eval.verdict on a bat-cli run folder ------------------------------------------------
-
-
-def copy_run(base: Path) -> Path:
-    target = base / RUN.name
-    shutil.copytree(RUN, target)
-    for path in [target, *target.rglob("*")]:
-        path.chmod(path.stat().st_mode | 0o200)
-    return target
 
 
 def verdict_project(root: Path, change_t09: bool) -> Path:

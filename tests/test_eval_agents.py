@@ -122,6 +122,8 @@ def test_every_binding_reads_answers_and_failures_alike(
     metrics = json.loads((run_dir / "agent-default" / "metrics.json").read_text())
     assert metrics["summary"]["agent_errors"] == totals["agent_errors"]
     assert "agent errors (" in result.out  # the terminal line names the kinds
+    report = (project / "eval" / "output" / "report.html").read_text()
+    assert "agent error: refused" in report and f"{len(kinds)}</b>agent errors" in report
 
 
 def _count(values):

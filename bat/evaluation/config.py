@@ -141,6 +141,11 @@ JUDGE_DIMENSIONS = (
 MAX_PROMPT_CHARS = 2000
 
 
+def _prompt(*names: str) -> Any:
+    """A judge prompt of one dimension, read under our name or bat-cli's."""
+    return Field(default=None, max_length=MAX_PROMPT_CHARS, validation_alias=AliasChoices(*names))
+
+
 class JudgePrompts(_Strict):
     """Agent-specific instructions added to the rubric of each dimension.
 
@@ -150,26 +155,10 @@ class JudgePrompts(_Strict):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    response_relevance: str | None = Field(
-        default=None,
-        max_length=MAX_PROMPT_CHARS,
-        validation_alias=AliasChoices("response_relevance", "relevance"),
-    )
-    task_completion_quality: str | None = Field(
-        default=None,
-        max_length=MAX_PROMPT_CHARS,
-        validation_alias=AliasChoices("task_completion_quality", "task_completion"),
-    )
-    hallucination_score: str | None = Field(
-        default=None,
-        max_length=MAX_PROMPT_CHARS,
-        validation_alias=AliasChoices("hallucination_score", "hallucination"),
-    )
-    tool_call_appropriateness: str | None = Field(
-        default=None,
-        max_length=MAX_PROMPT_CHARS,
-        validation_alias=AliasChoices("tool_call_appropriateness", "tool_call"),
-    )
+    response_relevance: str | None = _prompt("response_relevance", "relevance")
+    task_completion_quality: str | None = _prompt("task_completion_quality", "task_completion")
+    hallucination_score: str | None = _prompt("hallucination_score", "hallucination")
+    tool_call_appropriateness: str | None = _prompt("tool_call_appropriateness", "tool_call")
 
 
 class JudgeSpec(_ProviderModel):

@@ -40,7 +40,8 @@ _WORDS = (
     (
         "model_error",
         r"error code: 5\d\d|\b50[0234]\b|internal[ _]?server[ _]?error|bad gateway"
-        r"|service unavailable|overloaded|apiconnectionerror|apierror"
+        r"|service unavailable|overloaded|apiconnectionerror|apierror|context[ _]length"
+        r"|\bmodel ['\"]?[\w.:/-]+['\"]? not found"
         r"|\b(?:openai|anthropic|ollama|litellm|groq|mistralai|google\.genai|vertexai)\.\w*error",
     ),
     ("refused", r"\brefus|\brejected\b|content[ _](?:policy|filter)|not supported|unsupported"),

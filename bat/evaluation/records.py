@@ -7,7 +7,7 @@ read old runs; fields are only ever added.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -16,17 +16,6 @@ EPISODE_SCHEMA = "bat.episode/1"
 InfraKind = Literal["unreachable", "timeout", "crash", "protocol", "not_run"]
 # Why a reachable agent that answered failed: a closed set a CI script can branch on
 # (belt's tokens, extended where A2A says more). ``bat.evaluation.failures`` classifies.
-AGENT_ERROR_KINDS = (
-    "authentication_failed",
-    "rate_limited",
-    "timeout",
-    "refused",
-    "model_error",
-    "agent_exception",
-    "canceled",
-    "crashed",
-    "unknown",
-)
 AgentErrorKind = Literal[
     "authentication_failed",
     "rate_limited",
@@ -38,6 +27,7 @@ AgentErrorKind = Literal[
     "crashed",
     "unknown",
 ]
+AGENT_ERROR_KINDS: tuple[str, ...] = get_args(AgentErrorKind)
 
 
 class StatusEvent(BaseModel):

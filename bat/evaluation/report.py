@@ -260,7 +260,7 @@ def _runs_section(runs: list[Run]) -> list[str]:
             _num(f"{_percent(interval[0])} – {_percent(interval[1])}" if interval else "–"),
             _num(_percent(run.pass_at_k()) + (f" (k={k})" if k else "")),
             _num(_percent(run.pass_hat_k()) + (f" (k={k})" if k else "")),
-            f'<td class="label">{_e(_tally(run.agent_errors()))}</td>',
+            f'<td class="label">{"<br>".join(map(_e, _tally(run.agent_errors())))}</td>',
             _num(str(run.infra_failures())),
             _num(" / ".join(_seconds(latency[key]) for key in ("p50", "p90", "p99"))),
             _num(f"{tokens[0]:.0f} + {tokens[1]:.0f}" if tokens else "–"),
@@ -391,9 +391,9 @@ def _episode_row(run: Run, view: EpisodeView) -> str:
     )
 
 
-def _tally(counts: dict[str, int]) -> str:
-    """``2 rate_limited, 1 crashed`` (or ``0``)."""
-    return ", ".join(f"{n} {kind}" for kind, n in counts.items()) or "0"
+def _tally(counts: dict[str, int]) -> list[str]:
+    """``["2 rate_limited", "1 crashed"]`` (or ``["0"]``), a line per kind."""
+    return [f"{n} {kind}" for kind, n in counts.items()] or ["0"]
 
 
 def _e(text: str) -> str:
