@@ -32,7 +32,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bat.evaluation.adapter import A2ASession  # noqa: E402
 from bat.evaluation.agent_process import AgentProcess  # noqa: E402
 from bat.evaluation.dataset import TaskSpec  # noqa: E402
 from bat.evaluation.runner import EpisodeRunner, plan  # noqa: E402
@@ -73,14 +72,19 @@ def tasks(count: int) -> list[TaskSpec]:
 
 
 async def run_episodes(agent: AgentProcess, work, out: Path, concurrency: int) -> tuple[float, int]:
-    async with A2ASession(agent.url, concurrency=concurrency) as session:
-        runner = EpisodeRunner(
-            session, model="bench", model_dir=out, concurrency=concurrency, turn_timeout_s=60
-        )
-        started = time.perf_counter()
-        outcomes = await runner.run(work)
-        elapsed = time.perf_counter() - started
-    return elapsed, sum(o.passed for o in outcomes)
+    passed = []
+    runner = EpisodeRunner(
+        agent.url,
+        model="bench",
+        model_dir=out,
+        concurrency=concurrency,
+        turn_timeout_s=60,
+        on_done=lambda outcome: passed.append(outcome.passed),
+    )
+    started = time.perf_counter()
+    await runner.run(work)  # the connection (card read) is opened inside, as in eval.run
+    elapsed = time.perf_counter() - started
+    return elapsed, sum(passed)
 
 
 def timed(

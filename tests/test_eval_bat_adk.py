@@ -1,9 +1,10 @@
 """`bat eval.run` against a scaffolded agent on the real bat-adk, its model the scripted server.
 
 The whole chain is real: `bat init.agent` renders the agent, `uv sync` installs bat-adk
-from PyPI, `bat eval.run` starts it with `uv run .` (MODEL, BASE_URL and a copy of its
-config.yaml set by the engine), talks A2A to it, and reads token usage from the span
-file bat-adk writes where the engine told it to.
+from PyPI, `bat eval.run` starts it with `uv run .` (the uv bat-cli installed, found
+without PATH; MODEL, BASE_URL and a copy of its config.yaml set by the engine) where
+its config.yaml's endpoint says it listens, talks A2A to it, and reads token usage from
+the span file bat-adk writes where the engine told it to.
 """
 
 import json
@@ -46,6 +47,11 @@ def test_eval_run_against_a_real_bat_adk_agent(tmp_path, bat, home):
         [uv, "sync"], cwd=agent, env=env, capture_output=True, text=True, timeout=600, check=False
     )
     assert synced.returncode == 0, synced.stderr
+    # As a bat-cli-made agent has it: a literal port in config.yaml's endpoint, another
+    # PORT in .env. bat must reach the agent where bat-adk makes it listen: the endpoint.
+    endpoint_port = free_port()
+    config_text = (agent / "config.yaml").read_text().replace("${PORT}", str(endpoint_port))
+    (agent / "config.yaml").write_text(config_text)
     config_before = (agent / "config.yaml").read_bytes()
 
     (tmp_path / "rules.json").write_text(json.dumps(RULES))
@@ -85,6 +91,7 @@ def test_eval_run_against_a_real_bat_adk_agent(tmp_path, bat, home):
         server.terminate()
         server.wait(timeout=10)
     assert result.code == 0, result.out + result.err
+    assert f"agent ready at http://127.0.0.1:{endpoint_port}" in result.out
     (run_dir,) = run_dirs(agent)
     found = episodes(run_dir, "openai_scripted")
     failing = {n: e["verdict"]["reason"] for n, e in found.items() if not e["verdict"]["passed"]}
@@ -95,5 +102,7 @@ def test_eval_run_against_a_real_bat_adk_agent(tmp_path, bat, home):
         assert episode["trace"]["usage_source"] == "spans"
         assert episode["trace"]["usage"]["total_tokens"] > 0
     assert (run_dir / "openai_scripted" / "spans.jsonl").stat().st_size > 0
+    (model,) = json.loads((run_dir / "run.json").read_text())["models"]
+    assert model["spans"] == "expected"  # a bat-adk project: its spans were worth waiting for
     assert (agent / "config.yaml").read_bytes() == config_before
     assert not (agent / "spans.jsonl").exists()

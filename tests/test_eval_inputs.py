@@ -211,3 +211,42 @@ def test_turns_may_be_objects_and_failed_means_error():
         {"id": "t", "turns": [{"role": "user", "content": "hi"}], "expected": {"status": "failed"}}
     )
     assert task.turns == ["hi"] and task.expected.status == "error"
+
+
+@pytest.mark.parametrize("name", ["eval/eval.yaml", ".env", "config.yaml"])
+def test_a_file_that_is_not_utf8_is_named_not_a_traceback(project, bat, name):
+    path = project / name
+    path.write_bytes((path.read_bytes() if path.is_file() else b"") + b"\n# caf\xe9\n")
+    result = bat("eval.show", cwd=project)
+    assert result.code == 2, result.err
+    assert f"{name} is not UTF-8 text" in result.err and "Traceback" not in result.err
+
+
+def test_a_dataset_nested_too_deeply(project, bat):
+    (project / "eval/input/tasks.json").write_text("[" * 100_000 + "]" * 100_000)
+    result = bat("eval.show", cwd=project)
+    assert result.code == 2 and "nested too deeply" in result.err
+    assert "Traceback" not in result.err
+
+
+def test_what_would_fail_late_is_refused_before_anything_starts(project, bat):
+    text = (project / "eval/eval.yaml").read_text()
+    broken = text.replace("command: uv run .", 'command: "echo \\"unterminated"')
+    (project / "eval/eval.yaml").write_text(broken)
+    result = bat("eval.run", cwd=project)
+    assert result.code == 2 and "agent.command cannot be parsed" in result.err
+    assert not list((project / "eval/output").iterdir())  # no run folder was made
+
+
+def test_a_port_in_the_agent_config_that_is_not_one_is_said(project, bat):
+    (project / "config.yaml").write_text("endpoint: {url: http://localhost, port: abc}\n")
+    result = bat("eval.show", cwd=project)
+    assert result.code == 0
+    assert "endpoint.port 'abc' is not a port number: bat waits on port 9900" in result.err
+
+
+def test_a_model_folder_cannot_be_the_judge_cache(project, bat):
+    path = project / "eval/eval.yaml"
+    path.write_text(path.read_text() + "  - {provider: x, model: y, name: judge-cache}\n")
+    result = bat("eval.show", cwd=project)
+    assert result.code == 2 and "'judge-cache' is reserved" in result.err

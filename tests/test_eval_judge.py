@@ -122,5 +122,7 @@ def test_qualitative_without_a_judge_or_key(tmp_path, bat, home):
     result = bat("eval.run", cwd=project)
     assert result.code == 2 and "no judge" in result.err
     set_judge(project, f"http://127.0.0.1:{free_port()}", "j")
-    missing = bat("eval.judge", cwd=project)
+    missing = bat("eval.run", cwd=project)
     assert missing.code == 2 and "JUDGE_KEY" in missing.err
+    # Both found before the agent started: not after every episode had run.
+    assert not run_dirs(project) and "starting the agent" not in result.out + missing.out

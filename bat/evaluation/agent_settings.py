@@ -52,6 +52,7 @@ class AgentSettings:
     endpoint_host: str | None = None
     endpoint_port: int | None = None
     endpoint_source: str | None = None  # where the port was read, for messages
+    endpoint_problem: str | None = None  # a port written there that is not one
     telemetry_outputs: int = 0  # outputs the agent's own config has
     uses_bat_adk: bool = False
     missing_config: Path | None = None  # a CONFIG_PATH that names no file
@@ -71,7 +72,7 @@ class AgentSettings:
         expanded: dict[str, Any] = {}
         missing = None
         if path is not None and path.is_file():
-            text = path.read_text(encoding="utf-8")
+            text = _text(path)
             try:
                 raw = _mapping(yaml.safe_load(text))
                 expanded = _mapping(yaml.safe_load(expand_like_bat_adk(text, env)))
@@ -85,7 +86,7 @@ class AgentSettings:
         floor = _privacy_floor(root)
         if floor is not None and PRIVACY_LEVELS.index(floor[0]) > PRIVACY_LEVELS.index(level):
             level, source = floor[0], f"{floor[1]}: telemetry_privacy_floor"
-        host, port = _endpoint(_mapping(expanded.get("endpoint")))
+        host, port, endpoint_problem = _endpoint(_mapping(expanded.get("endpoint")))
         outputs = telemetry.get("output")
         return cls(
             config_path=path,
@@ -96,6 +97,7 @@ class AgentSettings:
             endpoint_host=host,
             endpoint_port=port,
             endpoint_source=f"{path}: endpoint" if port is not None else None,
+            endpoint_problem=f"{path}: {endpoint_problem}" if endpoint_problem else None,
             telemetry_outputs=len(outputs) if isinstance(outputs, list) else 0,
             uses_bat_adk=_uses_bat_adk(root),
             missing_config=missing,
@@ -177,9 +179,11 @@ def agent_address(
     return host, port or DEFAULT_PORT, source
 
 
-def _endpoint(endpoint: dict[str, Any]) -> tuple[str | None, int | None]:
-    """Host and port of bat-adk's ``endpoint`` block; unreadable values count as unset."""
-    host = port = None
+def _endpoint(endpoint: dict[str, Any]) -> tuple[str | None, int | None, str | None]:
+    """Host and port of bat-adk's ``endpoint`` block, and what is wrong with the port when
+    one is written but is not a port (a ``${VAR}`` left unset, a word): it counts as unset.
+    """
+    host = port = problem = None
     url = endpoint.get("url")
     if isinstance(url, str) and url.strip():
         parts = urlsplit(url if "://" in url else f"http://{url}")
@@ -187,13 +191,23 @@ def _endpoint(endpoint: dict[str, Any]) -> tuple[str | None, int | None]:
         try:
             port = parts.port
         except ValueError:  # "${PORT}" left literal, or not a number
-            port = None
+            problem = f"endpoint.url {url!r} has no port number"
     value = endpoint.get("port")
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
     if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536:
         port = value
-    return host, port
+    elif value is not None:
+        problem = f"endpoint.port {value!r} is not a port number"
+    return host, port, problem if port is None else None
+
+
+def _text(path: Path) -> str:
+    """A UTF-8 text file; anything else is an InputError naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -239,7 +253,7 @@ def read_dotenv(path: Path) -> dict[str, str]:
     """``KEY=value`` pairs of a .env file (quotes and ``export`` handled; comments skipped)."""
     values: dict[str, str] = {}
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = _text(path).splitlines()
     except OSError:
         return values
     for line in lines:

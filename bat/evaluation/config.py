@@ -41,6 +41,8 @@ from bat.evaluation.variables import UnsetVariable, expand
 DEFAULT_FILE = Path("eval/eval.yaml")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+# Names a model's folder cannot have: the run's own folders beside the models'.
+RESERVED_DIRS = {"agent-default", "judge-cache"}
 
 
 class _Strict(BaseModel):
@@ -116,7 +118,10 @@ class ModelSpec(_ProviderModel):
     @classmethod
     def _folder_name(cls, value: str | None) -> str | None:
         if value is not None and not _FOLDER_NAME.fullmatch(value):
-            raise ValueError("use up to 100 letters, digits, '.', '_' or '-' (a folder name)")
+            raise ValueError(
+                "use up to 100 letters, digits, '.', '_' or '-', starting with a letter or "
+                "digit (a folder name)"
+            )
         return value
 
     @property
@@ -347,6 +352,8 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
         raise InputError(f"{file} not found (bat eval.init writes one)") from None
     except IsADirectoryError:
         raise InputError(f"{file} is a directory, not a YAML file") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -376,12 +383,15 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
         raise InputError(f"{file} has {len(problems)} problem(s)", details=problems)
     model_dirs = _model_dirs(config.models, file, text)
     evaluation = config.evaluation
+    extra_warnings: list[str] = []
     if evaluation.agent_url:
         agent_url, source = evaluation.agent_url, f"{file}: evaluation.agent_url"
     else:
         env = {**dotenv, **os.environ, **evaluation.agent.env}
         settings = AgentSettings.read(root, env) if root.is_dir() else None
         host, port, source = agent_address(settings, dotenv, evaluation.agent.env)
+        if settings is not None and settings.endpoint_problem:
+            extra_warnings.append(f"{settings.endpoint_problem}: bat waits on port {port}")
         agent_url = f"http://{host}:{port}"
         if source == ".env: PORT":
             source = f"{root / '.env'}: PORT"
@@ -397,7 +407,7 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
         agent_url_source=source,
         model_dirs=tuple(model_dirs),
         extra_spans=tuple(base / path for path in evaluation.extra_spans),
-        warnings=tuple(config_warnings(config, file)),
+        warnings=tuple(config_warnings(config, file) + extra_warnings),
     )
 
 
@@ -487,6 +497,7 @@ def _model_dirs(models: list[ModelSpec], file: Path, text: str) -> list[str]:
                 f"{file}: models[{index}]{where}: the same model as models[{first}] "
                 "(provider, model, base_url and env alike); remove one"
             )
+    duplicates = {index for index, model in enumerate(models) if seen[model.identity] != index}
     slugs = [model.slug for model in models]
     dirs = []
     for model in models:
@@ -498,10 +509,12 @@ def _model_dirs(models: list[ModelSpec], file: Path, text: str) -> list[str]:
         else:
             dirs.append(model.slug)
     for index, name in enumerate(dirs):
-        if name == "agent-default" or dirs.index(name) != index:
+        if index in duplicates:
+            continue  # said above
+        if name in RESERVED_DIRS or dirs.index(name) != index:
             line = lines.get(("models", index))
             where = f" (line {line})" if line else ""
-            other = "is reserved" if name == "agent-default" else "is taken by another model"
+            other = "is reserved" if name in RESERVED_DIRS else "is taken by another model"
             problems.append(f"{file}: models[{index}]{where}: the folder name {name!r} {other}")
     if problems:
         raise InputError(f"{file} has {len(problems)} problem(s)", details=problems)

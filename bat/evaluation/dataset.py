@@ -173,6 +173,8 @@ def load_dataset(path: Path) -> Dataset:
         raise InputError(
             f"{path}: invalid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
         ) from None
+    except RecursionError:
+        raise InputError(f"{path}: invalid JSON: nested too deeply") from None
     prefix: tuple = ()
     if isinstance(data, dict) and "tasks" in data:
         data, prefix = data["tasks"], ("tasks",)

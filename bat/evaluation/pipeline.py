@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,16 +55,23 @@ class RunReport:
 
 
 def preflight(resolved: ResolvedConfig) -> Preflight:
-    """Load the dataset and read the agent's settings; refuse what would waste a run."""
+    """Load the dataset and read the agent's settings; refuse what would waste a run:
+    anything that would fail only after every episode ran (a judge without its key)."""
     dataset = load_dataset(resolved.dataset)
     agent = resolved.evaluation.agent
     settings = None
     warnings: list[str] = [*resolved.warnings, *dataset_warnings(dataset)]
+    if resolved.evaluation.qualitative:
+        judge_keys(resolved)
     if agent.start:
         if not resolved.root.is_dir():
             raise InputError(
                 f"agent root {resolved.root} is not a directory (evaluation.agent.root)"
             )
+        try:
+            shlex.split(agent.command)
+        except ValueError as exc:
+            raise InputError(f"evaluation.agent.command cannot be parsed: {exc}") from None
         env = {**read_dotenv(resolved.root / ".env"), **os.environ, **agent.env}
         settings = AgentSettings.read(resolved.root, env)
         if settings.missing_config is not None:
@@ -101,6 +110,11 @@ def dataset_warnings(dataset: Dataset) -> list[str]:
     ]
 
 
+def warn(text: str) -> None:
+    """A warning: on stderr, as every command of bat says them."""
+    print(f"warning: {text}", file=sys.stderr)
+
+
 def run_evaluation(
     resolved: ResolvedConfig,
     *,
@@ -111,7 +125,7 @@ def run_evaluation(
     """Run every missing episode of every model; returns the run and what it lacks."""
     checked = preflight(resolved)
     for warning in checked.warnings:
-        say(f"warning: {warning}")
+        warn(warning)
     evaluation = resolved.evaluation
     records = [model_record(resolved, model) for model in resolved.models]
     if resume or retry_infra:
@@ -119,10 +133,7 @@ def run_evaluation(
         run_dir = rundir.find_run(resolved.output_dir, wanted)
         earlier = rundir.update_run(run_dir, status="running", resumed_at=rundir.now_iso())
         if earlier.get("dataset_sha256") != checked.dataset.sha256:
-            say(
-                f"warning: the dataset changed since {run_dir.name} started; "
-                "new tasks are added to it"
-            )
+            warn(f"the dataset changed since {run_dir.name} started; new tasks are added to it")
         _carry_over(records, earlier)
     else:
         run_dir = rundir.new_run_dir(resolved.output_dir, evaluation.run_name)
@@ -165,8 +176,6 @@ def _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say)
     except BatError as exc:
         failed(record, exc.message, agent_log(run_dir, record))
         say(f"[{record.label}] could not be evaluated: {exc.message}")
-        for line in record.log_tail:
-            say(f"  | {line}")
         return exc
     finally:
         summarize_model(run_dir, record.as_json(), rundir.read_run(run_dir))
@@ -187,13 +196,13 @@ def _conclude(run_dir: Path, records: list[ModelRecord], errors: list[BatError])
         infra_failures=infra_total,
     )
     if status == "failed":
-        if len(errors) == 1:  # one model: its own error, with its own exit status
-            first = errors[0]
-            raise type(first)(first.message, details=[*first.details, *lost[0].log_tail])
-        raise OperationError(
-            f"no model could be evaluated (run {run_dir.name})",
-            details=[f"{r.label}: {r.reason}" for r in lost],
-        )
+        if len(errors) == 1:  # one model: its own error (with its log), its own exit status
+            raise errors[0]
+        details = []
+        for record in lost:
+            details.append(f"{record.label}: {record.reason}")
+            details += [f"  | {line}" for line in record.log_tail[-5:]]
+        raise OperationError(f"no model could be evaluated (run {run_dir.name})", details=details)
     untrusted = [f"{r.label} could not be evaluated: {r.reason}" for r in lost]
     for label, found in infra.items():
         if found:
@@ -246,16 +255,27 @@ def _config_without_secrets(resolved: ResolvedConfig) -> dict:
     return config
 
 
-def judge_stage(resolved: ResolvedConfig, run_dir: Path, *, say: Say = print) -> None:
-    """Score a run's episodes with the configured judges (see bat.evaluation.judging)."""
-    from bat.evaluation.judging import judge_run
+def judge_keys(resolved: ResolvedConfig) -> dict[str, str]:
+    """The environment the judges read their keys from; every judge's key checked."""
+    from bat.evaluation.judging.client import api_key
 
     judges = resolved.config.judges
     if not judges:
         raise InputError(f"{resolved.file}: evaluation.qualitative is true but no judge: is set")
-    dataset = load_dataset(resolved.dataset)
     env = {**read_dotenv(resolved.root / ".env"), **os.environ}  # the shell wins over .env
-    result = judge_run(run_dir, judges, {task.id: task for task in dataset.tasks}, env=env, say=say)
+    for spec in judges:
+        api_key(spec, {**env, **spec.env})
+    return env
+
+
+def judge_stage(resolved: ResolvedConfig, run_dir: Path, *, say: Say = print) -> None:
+    """Score a run's episodes with the configured judges (see bat.evaluation.judging)."""
+    from bat.evaluation.judging import judge_run
+
+    env = judge_keys(resolved)
+    dataset = load_dataset(resolved.dataset)
+    tasks = {task.id: task for task in dataset.tasks}
+    result = judge_run(run_dir, resolved.config.judges, tasks, env=env, say=say)
     if result.judged and result.errors == result.judged:
         say(f"warning: every judgement failed; the first error: {result.first_error}")
 
