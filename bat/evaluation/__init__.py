@@ -2,8 +2,12 @@
 
 Plain library code (no Invoke). Every stage reads and writes files in one run directory
 (``rundir``), so stages are independent, re-runnable and an interrupted run loses
-nothing. Modules, in pipeline order: ``config`` and ``dataset`` (inputs),
-``agent_process`` (start/stop the agent), ``adapter`` and ``spans`` (talk A2A, collect
-traces), ``runner`` (episodes, concurrently), ``verdict`` (deterministic checks),
-``metrics`` (summary.json, metrics.json).
+nothing. Modules, in pipeline order: ``config``, ``variables`` and ``dataset`` (inputs),
+``agent_settings`` (what the agent's own files say), ``agent_process`` (start, stop,
+restart the agent), ``agent_card`` and ``adapter`` (find the card, talk A2A over any
+binding), ``failures`` (agent errors apart from infrastructure failures), ``spans``
+(traces from span files), ``runner`` (episodes, concurrently, surviving crashes),
+``model_run`` and ``pipeline`` (the stages), ``verdict`` (deterministic checks),
+``metrics`` (summary.json, metrics.json), ``judging``, ``charts``, ``report``,
+``compare``, and ``batcli`` (the files of bat-cli 2026.10).
 """

@@ -77,6 +77,7 @@ class Observed:
     trace: EpisodeTrace
     infra_error: InfraError | None = None
     agent_error: AgentError | None = None
+    started_at: str = ""  # set by the runner, which knows when the episode began
 
 
 @dataclass
@@ -107,9 +108,8 @@ class A2ASession:
         self.card_timeout_s = card_timeout_s
         self.card: Any = None
         self.binding: str | None = None  # e.g. "HTTP+JSON 1.0", for the run record
-        self.requests_resent = (
-            0  # sent again on a fresh connection after one broke before any reply
-        )
+        # Requests sent again on a fresh connection after one broke before any reply.
+        self.requests_resent = 0
         self._http: Any = None
         self._fresh_http: Any = None
         self._client: Any = None

@@ -134,8 +134,6 @@ class EpisodeRunner:
         finally:
             for task in [*tasks, *([watcher] if watcher else [])]:
                 task.cancel()
-        if died.is_set() and not suspects:
-            return []  # it died between episodes: nothing was under it
         order = {id(item): n for n, item in enumerate(suspects)}
         return sorted(suspects, key=lambda item: (item.attempt, order[id(item)]))
 
@@ -160,7 +158,7 @@ class EpisodeRunner:
     async def _observe(self, session: A2ASession, item: Work) -> Observed:
         started_at = now_iso()
         observed = await session.run_episode(item.task.turns, turn_timeout_s=self.turn_timeout_s)
-        observed.started_at = started_at  # type: ignore[attr-defined]
+        observed.started_at = started_at
         return observed
 
     async def _died_under(self, observed: Observed) -> bool:
@@ -217,8 +215,8 @@ class EpisodeRunner:
                 final_output="",
                 trace=EpisodeTrace(context_id=""),
                 infra_error=InfraError(kind="not_run", message=reason),
+                started_at=now_iso(),
             )
-            observed.started_at = now_iso()  # type: ignore[attr-defined]
             self._write(item, observed)
 
     async def _connect(self) -> A2ASession:
@@ -250,7 +248,7 @@ class EpisodeRunner:
             infra_error=observed.infra_error,
             agent_error=observed.agent_error,
             trace=observed.trace,
-            started_at=observed.started_at,  # type: ignore[attr-defined]
+            started_at=observed.started_at,
             ended_at=now_iso(),
         )
         result.verdict = judge_episode(item.task.expected, result)
