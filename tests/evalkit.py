@@ -106,3 +106,17 @@ def start_model_server(rules: Path | None) -> tuple[subprocess.Popen, str]:
     line = proc.stdout.readline()
     assert "listening on " in line, line
     return proc, line.split("listening on ", 1)[1].strip()
+
+
+def start_bat(*args: str, cwd: Path, home: Path) -> subprocess.Popen:
+    """``bat`` running in the background (to be interrupted or watched), output captured."""
+    from tests.conftest import BAT
+
+    return subprocess.Popen(
+        [str(BAT), *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HOME": str(home), "NO_COLOR": "1"},
+    )

@@ -10,11 +10,9 @@ runs again, keeping the earlier record. An incomplete run exits 3.
 import json
 import os
 import signal
-import subprocess
 import time
 
-from tests.conftest import BAT
-from tests.evalkit import episodes, make_project, run_dirs, start_fixture, summary
+from tests.evalkit import episodes, make_project, run_dirs, start_bat, start_fixture, summary
 
 
 def twenty_tasks(crash: bool) -> list[dict]:
@@ -76,14 +74,7 @@ def test_the_agent_killed_from_outside_is_restarted_and_nobody_is_blamed(tmp_pat
     ]
     agent_env = {"LATENCY_MS": "200", "PID_FILE": str(pid_file)}
     project = make_project(tmp_path / "p", tasks, concurrency=4, agent_env=agent_env)
-    proc = subprocess.Popen(
-        [str(BAT), "eval.run"],
-        cwd=project,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "HOME": str(home), "NO_COLOR": "1"},
-    )
+    proc = start_bat("eval.run", cwd=project, home=home)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         dirs = run_dirs(project)

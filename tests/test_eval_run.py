@@ -16,6 +16,7 @@ from tests.evalkit import (
     make_project,
     port_answers,
     run_dirs,
+    start_bat,
     start_fixture,
     summary,
 )
@@ -191,14 +192,7 @@ def test_interrupt_keeps_finished_episodes_and_resume_completes(tmp_path, home):
         for i in range(30)
     ]
     project = make_project(tmp_path, tasks, concurrency=2, agent_env={"LATENCY_MS": "200"})
-    proc = subprocess.Popen(
-        [str(BAT), "eval.run"],
-        cwd=project,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "HOME": str(home)},
-    )
+    proc = start_bat("eval.run", cwd=project, home=home)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         dirs = run_dirs(project)
