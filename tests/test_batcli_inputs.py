@@ -332,13 +332,19 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*.json"))}
 
 
-def test_verdict_rejudges_a_batcli_run_in_its_own_format(tmp_path, bat, home):
-    project = verdict_project(tmp_path / "agent", change_t09=True)
+def rejudge(tmp_path, bat, change_t09: bool):
+    """A copy of the bat-cli run re-judged by eval.verdict: (project, run, files before)."""
+    project = verdict_project(tmp_path / "agent", change_t09=change_t09)
     run = copy_run(tmp_path / "runs")
     before = snapshot(run)
     result = bat("eval.verdict", "--run", str(run), cwd=project)
     assert result.code == 0, result.err
-    assert result.out.strip() == "5 verdict(s) changed"
+    assert result.out.strip() == f"{5 if change_t09 else 0} verdict(s) changed"
+    return project, run, before
+
+
+def test_verdict_rejudges_a_batcli_run_in_its_own_format(tmp_path, bat, home):
+    project, run, before = rejudge(tmp_path, bat, change_t09=True)
     after = snapshot(run)
     changed = {name for name in after if after[name] != before[name]}
     assert changed == {
@@ -386,12 +392,7 @@ def test_verdict_rejudges_a_batcli_run_in_its_own_format(tmp_path, bat, home):
 
 def test_verdict_with_the_dataset_it_ran_with_rewrites_nothing(tmp_path, bat, home):
     """bat's verdicts of bat-cli's episodes are bat-cli's own, word for word."""
-    project = verdict_project(tmp_path / "agent", change_t09=False)
-    run = copy_run(tmp_path / "runs")
-    before = snapshot(run)
-    result = bat("eval.verdict", "--run", str(run), cwd=project)
-    assert result.code == 0, result.err
-    assert result.out.strip() == "0 verdict(s) changed"
+    _, run, before = rejudge(tmp_path, bat, change_t09=False)
     assert snapshot(run) == before
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bat.errors import OperationError
-from bat.evaluation.failures import classify, from_state
+from bat.evaluation.failures import classify, exception_chain, from_state
 from bat.evaluation.records import (
     AgentCall,
     AgentError,
@@ -272,26 +272,18 @@ def _client(card: Any, bindings: list[str], http: Any) -> Any:
 
 
 def _refused(exc: BaseException) -> bool:
+    """Whether nothing listened: a new connection was refused."""
     import httpx
 
-    current: BaseException | None = exc
-    while current is not None:
-        if isinstance(current, httpx.ConnectError):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+    return any(isinstance(e, httpx.ConnectError) for e in exception_chain(exc))
 
 
 def _stale_connection(exc: BaseException) -> bool:
     """Whether ``exc`` is a connection that closed under a request before any reply."""
     import httpx
 
-    current: BaseException | None = exc
-    while current is not None:
-        if isinstance(current, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+    broken = httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError
+    return any(isinstance(e, broken) for e in exception_chain(exc))
 
 
 def _absorb(

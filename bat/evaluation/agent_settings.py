@@ -155,7 +155,11 @@ class AgentSettings:
 
 
 def agent_address(
-    settings: AgentSettings | None, dotenv: dict[str, str], agent_env: dict[str, str] | None = None
+    settings: AgentSettings | None,
+    dotenv: dict[str, str],
+    agent_env: dict[str, str] | None = None,
+    *,
+    names: tuple[str, str] = ("evaluation.agent.env", ".env"),
 ) -> tuple[str, int, str]:
     """``(host, port, where the port came from)`` of a started agent, read as bat-adk does.
 
@@ -164,15 +168,16 @@ def agent_address(
     then 9900. The host: the endpoint's when it is an IPv4 loopback address, else
     127.0.0.1. bat-adk binds every interface, and an agent bat starts runs on this machine
     whatever name (``localhost``, a public one) its card advertises; ``localhost`` may
-    resolve to ``::1`` first, where such an agent does not listen.
+    resolve to ``::1`` first, where such an agent does not listen. ``names`` say where
+    ``agent_env`` and ``dotenv`` come from, in the returned source.
     """
     port, source = None, "the default port"
     if settings is not None and settings.endpoint_port is not None:
         port, source = settings.endpoint_port, settings.endpoint_source
-    for values, where in ((agent_env or {}, "evaluation.agent.env: PORT"), (dotenv, ".env: PORT")):
+    for values, name in zip((agent_env or {}, dotenv), names, strict=True):
         value = values.get("PORT", "").strip()
         if port is None and value.isdigit() and 0 < int(value) < 65536:
-            port, source = int(value), where
+            port, source = int(value), f"{name}: PORT"
     host = settings.endpoint_host if settings else None
     if not (host and re.fullmatch(r"127(\.\d{1,3}){3}", host)):
         host = "127.0.0.1"

@@ -389,14 +389,11 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
     else:
         env = {**dotenv, **os.environ, **evaluation.agent.env}
         settings = AgentSettings.read(root, env) if root.is_dir() else None
-        host, port, source = agent_address(settings, dotenv, evaluation.agent.env)
+        names = (f"{file}: evaluation.agent.env", str(root / ".env"))
+        host, port, source = agent_address(settings, dotenv, evaluation.agent.env, names=names)
         if settings is not None and settings.endpoint_problem:
             extra_warnings.append(f"{settings.endpoint_problem}: bat waits on port {port}")
         agent_url = f"http://{host}:{port}"
-        if source == ".env: PORT":
-            source = f"{root / '.env'}: PORT"
-        elif source.startswith("evaluation."):
-            source = f"{file}: {source}"
     return ResolvedConfig(
         file=file,
         config=config,

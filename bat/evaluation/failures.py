@@ -70,7 +70,7 @@ def from_state(state: str, text: str) -> AgentError:
 
 def classify(exc: BaseException) -> InfraError | AgentError:
     """What a failed A2A call means: an answer of the agent's, or no observation at all."""
-    chain = _chain(exc)
+    chain = exception_chain(exc)
     connection = _connection_failure(chain)
     if connection is not None:
         return connection
@@ -100,7 +100,7 @@ def _kind_from_words(text: str) -> str | None:
     return None
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
+def exception_chain(exc: BaseException) -> list[BaseException]:
     """``exc`` and every exception it was raised from, outermost first."""
     seen: list[BaseException] = []
     current: BaseException | None = exc
@@ -112,6 +112,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 def _connection_failure(chain: list[BaseException]) -> InfraError | None:
     import httpx
+    from a2a.client import A2AClientTimeoutError
 
     for exc in chain:
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
@@ -120,7 +121,7 @@ def _connection_failure(chain: list[BaseException]) -> InfraError | None:
             return InfraError(kind="crash", message=f"the connection broke: {_describe(exc)}")
         if isinstance(exc, httpx.TimeoutException):
             return InfraError(kind="timeout", message=_describe(exc))
-        if type(exc).__name__ == "A2AClientTimeoutError":
+        if isinstance(exc, A2AClientTimeoutError):
             return InfraError(kind="timeout", message=_describe(exc))
     return None
 
@@ -199,6 +200,7 @@ def _from_grpc(name: str, text: str) -> InfraError | AgentError:
 
 
 def _grpc_code(chain: list[BaseException]) -> str | None:
+    """The gRPC status name of a failed call (by name: grpc may not be installed)."""
     for exc in chain:
         code = getattr(exc, "code", None)
         if type(exc).__name__ == "AioRpcError" and callable(code):
