@@ -421,3 +421,14 @@ def test_verdict_finds_a_batcli_run_by_its_id_under_output_dir(tmp_path, bat, ho
     result = bat("eval.verdict", "--run", RUN.name, cwd=project)
     assert result.code == 0, result.err
     assert result.out.strip() == "5 verdict(s) changed"
+
+
+def test_verdict_with_a_malformed_episode_changes_nothing(tmp_path, bat, home):
+    project = verdict_project(tmp_path / "agent", change_t09=True)
+    run = copy_run(tmp_path / "runs")
+    (run / MODEL / "episodes" / "t11__try4.json").write_text('{"task_id": "t11", ')
+    before = snapshot(run)
+    result = bat("eval.verdict", "--run", str(run), cwd=project)
+    assert result.code == 2 and "t11__try4.json is not valid JSON" in result.err
+    assert "Traceback" not in result.err
+    assert snapshot(run) == before  # not half rewritten: t09 would have changed first

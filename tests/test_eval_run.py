@@ -345,3 +345,18 @@ def test_compare_two_runs_in_the_terminal_and_as_json(tmp_path, bat, home):
     assert {r["task_id"]: r["change"] for r in data["tasks"]} == {"stable": 0.0, "flips": -1.0}
     bad = bat("eval.compare", first.name, "missing-run", cwd=project)
     assert bad.code == 2 and "no run 'missing-run'" in bad.err
+
+
+def test_verdict_with_a_malformed_episode_of_ours_changes_nothing(tmp_path, bat, home):
+    tasks = [{"id": f"t{i}", "turns": [f"q{i}"], "expected": {}} for i in range(3)]
+    project = make_project(tmp_path, tasks)
+    assert bat("eval.run", cwd=project).code == 0
+    (run_dir,) = run_dirs(project)
+    folder = run_dir / "agent-default" / "episodes"
+    changed = [{**t, "expected": {"output_must_contain": ["never"]}} for t in tasks]
+    (project / "eval/input/tasks.json").write_text(json.dumps(changed))
+    (folder / "t2__try1.json").write_text("{")
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    result = bat("eval.verdict", cwd=project)
+    assert result.code == 2 and "t2__try1.json is not an episode file" in result.err
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before

@@ -237,11 +237,12 @@ def recheck(folder: Path, tasks: dict[str, TaskSpec]) -> int:
     The files stay in bat-cli's format: each episode's ``verdict`` is rewritten, and so
     are the rows of ``metrics.json`` (``success``, ``verdict``) and the counts of
     ``summary.json``, so that bat-cli, ``eval.plot`` and ``eval.compare`` all read the new
-    verdicts.
+    verdicts. Every file is read and judged before any is written: a malformed one is an
+    error that leaves the folder as it was, not half rewritten.
     """
     folder = Path(folder)
-    changed = 0
     verdicts: dict[tuple[str, int], dict[str, Any]] = {}
+    rewrites: list[tuple[Path, dict[str, Any]]] = []
     for path in sorted((folder / "episodes").glob("*.json")):
         data = read_json_object(path)
         episode_ = as_episode(data, path)
@@ -252,18 +253,22 @@ def recheck(folder: Path, tasks: dict[str, TaskSpec]) -> int:
         new = {"passed": verdict.passed, "reason": verdict.reason}
         verdicts[(episode_.task_id, episode_.attempt)] = new
         if data.get("verdict") != new:
-            data["verdict"] = new
+            rewrites.append((path, {**data, "verdict": new}))
+    if rewrites:
+        metrics, summary = _recounted(folder, verdicts)
+        for path, data in rewrites:
             write_text_atomic(path, json.dumps(data, indent=2) + "\n")
-            changed += 1
-    if changed:
-        _rewrite_counts(folder, verdicts)
-    return changed
+        write_text_atomic(folder / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
+        write_text_atomic(folder / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+    return len(rewrites)
 
 
-def _rewrite_counts(folder: Path, verdicts: dict[tuple[str, int], dict[str, Any]]) -> None:
-    """metrics.json rows and summary.json counts after the episodes' verdicts changed."""
-    metrics_path, summary_path = folder / METRICS_FILE, folder / SUMMARY_FILE
-    metrics, summary = read_json_object(metrics_path), read_json_object(summary_path)
+def _recounted(
+    folder: Path, verdicts: dict[tuple[str, int], dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """metrics.json and summary.json with the rows and counts of the new verdicts."""
+    metrics = read_json_object(folder / METRICS_FILE)
+    summary = read_json_object(folder / SUMMARY_FILE)
     seen: dict[str, int] = {}
     counts: dict[str, list[int]] = {}  # task id -> [attempts, passed]
     for row in metrics.get("per_episode") or []:
@@ -290,5 +295,4 @@ def _rewrite_counts(folder: Path, verdicts: dict[tuple[str, int], dict[str, Any]
                 success_percentage=round(100.0 * ok / attempts, 2),
             )
     summary["passed"] = passed
-    write_text_atomic(metrics_path, json.dumps(metrics, indent=2) + "\n")
-    write_text_atomic(summary_path, json.dumps(summary, indent=2) + "\n")
+    return metrics, summary

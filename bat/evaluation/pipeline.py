@@ -349,12 +349,13 @@ def recheck_run(run_dir: Path, dataset: Dataset, *, say: Say = print) -> int:
     from bat.evaluation import batcli
 
     tasks = {task.id: task for task in dataset.tasks}
-    changed = 0
     if not (run_dir / rundir.RUN_FILE).is_file():
+        changed = 0
         for folder in batcli.model_folders(run_dir):
             changed += batcli.recheck(folder, tasks)
         say(f"{changed} verdict(s) changed")
         return changed
+    rewrites = []  # every episode is read and judged before any is written
     for model_dir in rundir.model_dirs(run_dir):
         for path, episode in load_episodes(model_dir):
             task = tasks.get(episode.task_id)
@@ -363,10 +364,11 @@ def recheck_run(run_dir: Path, dataset: Dataset, *, say: Say = print) -> int:
             verdict = judge_episode(task.expected, episode)
             if verdict != episode.verdict:
                 episode.verdict = verdict
-                write_text_atomic(path, episode.to_json())
-                changed += 1
-    say(f"{changed} verdict(s) changed")
-    return changed
+                rewrites.append((path, episode))
+    for path, episode in rewrites:
+        write_text_atomic(path, episode.to_json())
+    say(f"{len(rewrites)} verdict(s) changed")
+    return len(rewrites)
 
 
 def _pct(value: float | None) -> str:
