@@ -100,6 +100,12 @@ def test_remote_push_lines_are_parsed_too(tmp_path):
     [
         ("unauthorized: authentication required", "registry r:1 refused the credentials of 'me'"),
         ("Get http://r:1/v2/: dial tcp r:1: connect: connection refused", "cannot reach registry"),
+        # A port that contains "401" is no authentication failure.
+        (
+            "Get https://127.0.0.1:50401/v2/: dial tcp 127.0.0.1:50401: connection refused",
+            "cannot reach registry",
+        ),
+        ("received unexpected HTTP status: 401 Unauthorized", "registry r:1 refused"),
         ("http: server gave HTTP response to HTTPS client", "registry r:1 answers plain HTTP"),
         ("x509: certificate signed by unknown authority", "registry r:1: its TLS certificate"),
         ("manifest invalid", "push of r:1/x:1 failed: manifest invalid"),

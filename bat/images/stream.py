@@ -20,24 +20,14 @@ from bat.images.display import BuildDisplay, PushDisplay
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 _DIGEST = re.compile(r"digest: (sha256:[0-9a-f]{64})")
-_AUTH_WORDS = (
-    "unauthorized",
-    "authentication required",
-    "401",
-    "denied",
-    "incorrect username or password",
-    "no basic auth credentials",
+# Whole words only: a registry on port 50401 must not read as "401 Unauthorized".
+_AUTH_WORDS = re.compile(
+    r"\b(unauthorized|authentication required|401|denied|incorrect username or password"
+    r"|no basic auth credentials)\b"
 )
-_REACH_WORDS = (
-    "connection refused",
-    "no such host",
-    "i/o timeout",
-    "network is unreachable",
-    "no route to host",
-    "connection reset",
-    "dial tcp",
-    "timeout",
-    "eof",
+_REACH_WORDS = re.compile(
+    r"\b(connection refused|no such host|i/o timeout|network is unreachable|no route to host"
+    r"|connection reset|dial tcp|timeout|eof)\b"
 )
 
 
@@ -126,7 +116,7 @@ def registry_error(
     short = one_line(message, 200)
     where = f" (log: {log.shown()})" if log is not None else ""
     low = message.lower()
-    if any(word in low for word in _AUTH_WORDS):
+    if _AUTH_WORDS.search(low):
         if username:
             who = f"the credentials of '{username}'"
             hint = "check --username and the password (stdin or BAT_DOCKER_PASSWORD)"
@@ -144,7 +134,7 @@ def registry_error(
             f"registry {registry}: its TLS certificate was refused: {short}; "
             f"check the address or the engine's trusted certificates{where}"
         )
-    if any(word in low for word in _REACH_WORDS):
+    if _REACH_WORDS.search(low):
         return OperationError(
             f"cannot reach registry {registry}: {short}; check --docker-registry / "
             f"BAT_DOCKER_REGISTRY and that the registry is running{where}"
