@@ -12,14 +12,13 @@ overrides here turn each into a :class:`~bat.errors.ConfigError` naming the culp
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from invoke import Config
 from invoke.exceptions import AmbiguousEnvVar, UncastableEnvVar, UnknownFileType
-from invoke.util import yaml
 
 from bat.errors import ConfigError
+from bat.input_files import load_json, load_yaml
 
 
 class BatConfig(Config):
@@ -29,22 +28,15 @@ class BatConfig(Config):
     env_prefix = "BAT"
 
     def _load_yaml(self, path: Any) -> Any:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = yaml.safe_load(handle)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: invalid YAML: {_one_line(exc)}") from None
-        return _mapping(path, data)
+        """Read through bat's bounded reader: a huge, endless or non-UTF-8 file, an alias
+        bomb (which Invoke's merge would copy out for ever) and duplicate keys are each
+        one error naming the file; a missing file stays FileNotFoundError (Invoke skips it)."""
+        return _mapping(path, load_yaml(path, kind="a configuration file"))
 
     _load_yml = _load_yaml
 
     def _load_json(self, path: Any) -> Any:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}: invalid JSON: {exc}") from None
-        return _mapping(path, data)
+        return _mapping(path, load_json(path, kind="a configuration file"))
 
     def _load_py(self, path: str) -> dict:
         try:
@@ -80,7 +72,3 @@ def _mapping(path: Any, data: Any) -> dict:
         kind = type(data).__name__
         raise ConfigError(f"{path}: the top level must be a mapping of keys, not a {kind}")
     return data
-
-
-def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())

@@ -340,24 +340,20 @@ EXPANDED = (
 
 
 def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> ResolvedConfig:
-    """Read, validate and resolve an eval.yaml; relative paths are taken from ``base`` (cwd)."""
-    import yaml
+    """Read, validate and resolve an eval.yaml; relative paths are taken from ``base`` (cwd).
 
+    The file is read by bat's bounded reader (size, UTF-8, aliases, duplicate keys);
+    lines are worked out only for a file that has problems.
+    """
     from bat.evaluation.agent_settings import AgentSettings, agent_address, read_dotenv
+    from bat.input_files import CONFIG_LIMIT, parse_yaml, read_text
 
     base = Path.cwd() if base is None else base
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_text(file, limit=CONFIG_LIMIT, kind="an eval.yaml file")
     except FileNotFoundError:
         raise InputError(f"{file} not found (bat eval.init writes one)") from None
-    except IsADirectoryError:
-        raise InputError(f"{file} is a directory, not a YAML file") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{file}: invalid YAML: {' '.join(str(exc).split())}") from None
+    data = parse_yaml(text, file)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -474,6 +470,11 @@ def _single_judge_path(path: tuple) -> tuple:
     return path
 
 
+def _line_of(text: str, path: tuple) -> int | None:
+    """The line of ``path`` in eval.yaml ``text``; mapped only for a problem to report."""
+    return line_index(text).get(path)
+
+
 def _model_dirs(models: list[ModelSpec], file: Path, text: str) -> list[str]:
     """A distinct folder per ``models:`` entry; real duplicates are refused.
 
@@ -482,13 +483,12 @@ def _model_dirs(models: list[ModelSpec], file: Path, text: str) -> list[str]:
     ``a:b_c``), each gets a short hash of its settings added, which stays the same from
     one run to the next so runs can be compared model by model.
     """
-    lines = line_index(text)
     problems = []
     seen: dict[str, int] = {}
     for index, model in enumerate(models):
         first = seen.setdefault(model.identity, index)
         if first != index:
-            line = lines.get(("models", index))
+            line = _line_of(text, ("models", index))
             where = f" (line {line})" if line else ""
             problems.append(
                 f"{file}: models[{index}]{where}: the same model as models[{first}] "
@@ -509,7 +509,7 @@ def _model_dirs(models: list[ModelSpec], file: Path, text: str) -> list[str]:
         if index in duplicates:
             continue  # said above
         if name in RESERVED_DIRS or dirs.index(name) != index:
-            line = lines.get(("models", index))
+            line = _line_of(text, ("models", index))
             where = f" (line {line})" if line else ""
             other = "is reserved" if name in RESERVED_DIRS else "is taken by another model"
             problems.append(f"{file}: models[{index}]{where}: the folder name {name!r} {other}")

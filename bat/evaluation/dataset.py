@@ -8,16 +8,28 @@ ours. Every problem of a file is reported at once, with its location.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import hashlib
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
 from bat.errors import InputError
-from bat.evaluation.locate import line_index, validation_problems
+from bat.evaluation.locate import json_lines, validation_problems
 
 Status = Literal["completed", "input-required", "auth-required", "working", "error"]
 STATUS_SYNONYMS = {
@@ -159,14 +171,40 @@ class Dataset(BaseModel):
 
 
 def load_dataset(path: Path) -> Dataset:
-    """Read and validate a tasks file; every problem is listed in one ``InputError``."""
+    """Read and validate a tasks file; every problem is listed in one ``InputError``.
+
+    A dataset may hold a million tasks, so a sound file takes one pass: pydantic
+    validates the whole list straight from the bytes, with Python's cyclic garbage
+    collector paused (a million new objects would otherwise set off collections that
+    scan all of them, again and again: most of the time). Only a file with problems is
+    read again task by task, so that each problem is listed with its line.
+    """
+    from bat.input_files import DATASET_LIMIT, decode, read_bytes
+
     try:
-        raw = path.read_bytes()
+        raw = read_bytes(path, limit=DATASET_LIMIT, kind="a JSON dataset")
     except FileNotFoundError:
         raise InputError(f"dataset {path} not found (bat eval.init writes an example)") from None
-    except IsADirectoryError:
-        raise InputError(f"dataset {path} is a directory, not a JSON file") from None
-    text = raw.decode("utf-8", errors="replace")
+    decode(path, raw)  # refuses a byte that is not UTF-8 (the text itself is not kept)
+    tasks = None
+    if re.match(rb"\s*\[", raw):
+        with _gc_paused():
+            try:
+                tasks = _task_list().validate_json(raw)
+            except ValidationError:
+                tasks = None  # listed one by one below
+        if tasks is not None and len({task.id for task in tasks}) != len(tasks):
+            tasks = None  # duplicate ids: listed below too
+    if tasks is None:
+        tasks = _tasks_one_by_one(path, decode(path, raw))
+    if not tasks:
+        raise InputError(f"{path} holds no tasks")
+    sha256 = hashlib.sha256(raw).hexdigest()
+    return Dataset.model_construct(path=path, sha256=sha256, tasks=tasks)
+
+
+def _tasks_one_by_one(path: Path, text: str) -> list[TaskSpec]:
+    """The tasks of ``text``, or one ``InputError`` listing every problem with its line."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -181,23 +219,47 @@ def load_dataset(path: Path) -> Dataset:
     if not isinstance(data, list):
         raise InputError(f'{path}: expected a JSON list of tasks (or {{"tasks": [...]}})')
     tasks: list[TaskSpec] = []
-    problems: list[str] = []
-    lines = line_index(text)
+    errors: list[tuple[int, ValidationError]] = []
+    duplicates: list[tuple[int, str]] = []
     seen: set[str] = set()
-    for index, item in enumerate(data):
-        try:
-            task = TaskSpec.model_validate(item)
-        except ValidationError as exc:
-            problems += validation_problems(path, text, exc, prefix=(*prefix, index))
-            continue
-        if task.id in seen:
-            line = lines.get((*prefix, index, "id"))
-            where = f" (line {line})" if line else ""
-            problems.append(f"{path}: tasks[{index}].id{where}: duplicate task id {task.id!r}")
-        seen.add(task.id)
-        tasks.append(task)
-    if problems:
-        raise InputError(f"{path} has {len(problems)} problem(s)", details=problems)
-    if not tasks:
-        raise InputError(f"{path} holds no tasks")
-    return Dataset(path=path, sha256=hashlib.sha256(raw).hexdigest(), tasks=tasks)
+    with _gc_paused():
+        for index, item in enumerate(data):
+            try:
+                task = TaskSpec.model_validate(item)
+            except ValidationError as exc:
+                errors.append((index, exc))
+                continue
+            if task.id in seen:
+                duplicates.append((index, task.id))
+            seen.add(task.id)
+            tasks.append(task)
+    if not errors and not duplicates:
+        return tasks
+    # Lines are mapped now, for the tasks with problems only.
+    bad = [index for index, _ in errors] + [index for index, _ in duplicates]
+    lines = json_lines(text, within=[(*prefix, index) for index in bad])
+    problems: list[str] = []
+    for index, exc in errors:
+        problems += validation_problems(path, text, exc, prefix=(*prefix, index), lines=lines)
+    for index, task_id in duplicates:
+        line = lines.get((*prefix, index, "id"))
+        where = f" (line {line})" if line else ""
+        problems.append(f"{path}: tasks[{index}].id{where}: duplicate task id {task_id!r}")
+    raise InputError(f"{path} has {len(problems)} problem(s)", details=problems)
+
+
+@functools.cache
+def _task_list() -> TypeAdapter[list[TaskSpec]]:
+    return TypeAdapter(list[TaskSpec])
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while many objects are made (they are all kept)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

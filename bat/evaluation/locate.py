@@ -1,44 +1,131 @@
 """Where a problem is in a YAML or JSON file: key paths to line numbers, and error lists.
 
-pydantic says *what* is wrong and at which key path; a user also wants the line. The
-file is composed with PyYAML (JSON is YAML for this purpose) to map every key path to
-the line it starts on, so each validation error can be reported as
-``eval/eval.yaml: evaluation.k (line 7): Input should be greater than 0``.
+pydantic says *what* is wrong and at which key path; a user also wants the line. Once
+a file has failed validation (never before: mapping a large file costs more than
+reading it), its key paths are mapped to the lines they start on, so each error can be
+reported as ``eval/eval.yaml: evaluation.k (line 7): Input should be greater than 0``.
+YAML is composed by bat's bounded loader without following aliases; JSON datasets by a
+one-pass tokenizer (:func:`json_lines`). Neither recurses.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+import yaml
+
+from bat.errors import InputError
+from bat.input_files import BoundedLoader
 
 Path_ = tuple[str | int, ...]
 
 
 def line_index(text: str) -> dict[Path_, int]:
-    """``{key path: 1-based line}`` for every mapping key and sequence item of ``text``."""
-    import yaml
+    """``{key path: 1-based line}`` for every mapping key and sequence item of YAML ``text``.
 
+    Called only when there is an error to place. An alias is recorded where it is
+    written and never followed, so a document full of aliases costs no more than its
+    text; the walk keeps its own stack, so nesting depth cannot exhaust Python's.
+    """
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
+        loader = _IndexLoader(text)
+        try:
+            root = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except (yaml.YAMLError, InputError):
         return {}
     lines: dict[Path_, int] = {}
-
-    def walk(node: Any, path: Path_) -> None:
+    stack: list[tuple[Any, Path_]] = [(root, ())] if root is not None else []
+    while stack:
+        node, path = stack.pop()
         lines.setdefault(path, node.start_mark.line + 1)
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
                 child = (*path, str(key.value))
                 lines[child] = key.start_mark.line + 1
-                walk(value, child)
+                stack.append((value, child))
         elif isinstance(node, yaml.SequenceNode):
-            for index, item in enumerate(node.value):
-                walk(item, (*path, index))
-
-    if root is not None:
-        walk(root, ())
+            stack.extend((item, (*path, index)) for index, item in enumerate(node.value))
     return lines
+
+
+class _IndexLoader(BoundedLoader):
+    """:class:`BoundedLoader` that turns each alias into a placeholder where it is written,
+    so that mapping lines never walks the (possibly huge) structure an alias stands for."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.get_event()
+            node = yaml.ScalarNode("tag:yaml.org,2002:null", "", event.start_mark)
+            node._bat_size = 1
+            return node
+        return super().compose_node(parent, index)
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
+
+
+def json_lines(text: str, within: Iterable[Path_] | None = None) -> dict[Path_, int]:
+    """``{key path: 1-based line}`` for the JSON ``text`` (which is known to be valid).
+
+    A dataset can hold a million tasks and nest hundreds of levels, so this is one
+    pass of a tokenizer with its own stack, and with ``within`` it records only the
+    paths under those prefixes (the tasks that have problems), which keeps the map small.
+    """
+    wanted = None if within is None else set(within)
+    lines: dict[Path_, int] = {}
+    # One frame per open container: [path, is_object, next key or index, records?]
+    stack: list[list[Any]] = []
+    line, last = 1, 0
+    path: Path_ = ()
+    record = wanted is None or () in wanted
+    expect_key = False
+    for match in _JSON_TOKEN.finditer(text):
+        token, start = match.group(), match.start()
+        line += text.count("\n", last, start)
+        last = start
+        if token in ":,":
+            if token == "," and stack:
+                frame = stack[-1]
+                if frame[1]:
+                    expect_key = True
+                else:
+                    frame[2] += 1
+            continue
+        if token in "]}":
+            stack.pop()
+            expect_key = False
+            continue
+        if expect_key:  # a key of the innermost object
+            frame = stack[-1]
+            frame[2] = _json_key(token)
+            if frame[3]:
+                lines[(*frame[0], frame[2])] = line
+            expect_key = False
+            continue
+        # A value starts: at the top, as an item of an array, or after an object's key.
+        if stack:
+            frame = stack[-1]
+            path = (*frame[0], frame[2])
+            record = frame[3] or (wanted is not None and path in wanted)
+        if record:
+            lines.setdefault(path, line)
+        if token in "[{":
+            stack.append([path, token == "{", 0, record])
+            expect_key = token == "{"
+    return lines
+
+
+def _json_key(token: str) -> str:
+    if "\\" not in token:
+        return token[1:-1]
+    import json
+
+    return json.loads(token)
 
 
 def dotted(path: Iterable[str | int]) -> str:
@@ -57,15 +144,19 @@ def validation_problems(
     prefix: Path_ = (),
     fix_path: Callable[[Path_], Path_] | None = None,
     skip: set[Path_] | None = None,
+    lines: Mapping[Path_, int] | None = None,
 ) -> list[str]:
     """One ``file: key.path (line N): message`` line per error of a pydantic ValidationError.
 
     Messages speak the file's words: pydantic's mentions of model classes ("a valid
     dictionary or instance of JudgeSpec") become what the file should hold. ``fix_path``
     maps an error's key path back to the file's shape where a validator reshaped it;
-    errors at a path of ``skip`` (already reported otherwise) are left out.
+    errors at a path of ``skip`` (already reported otherwise) are left out. ``lines``
+    is the file's line map when the caller has one (a dataset's, from
+    :func:`json_lines`); otherwise ``text`` is mapped here, as YAML.
     """
-    lines = line_index(text)
+    if lines is None:
+        lines = line_index(text)
     problems = []
     for item in error.errors(include_url=False):
         path = (*prefix, *item["loc"])
@@ -95,7 +186,7 @@ def _kind(value: Any) -> str:
     return "a list" if isinstance(value, list) else type(value).__name__
 
 
-def _nearest_line(lines: dict[Path_, int], path: Path_) -> int | None:
+def _nearest_line(lines: Mapping[Path_, int], path: Path_) -> int | None:
     while True:
         if path in lines:
             return lines[path]

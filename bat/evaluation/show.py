@@ -6,22 +6,24 @@ import json
 from typing import Any
 
 from bat.evaluation.config import ResolvedConfig
-from bat.evaluation.dataset import load_dataset
+from bat.evaluation.dataset import Dataset, load_dataset
 
 
-def warnings_of(resolved: ResolvedConfig) -> list[str]:
+def warnings_of(resolved: ResolvedConfig, dataset: Dataset | None = None) -> list[str]:
     """What is worth knowing before a run: bat-cli keys without a meaning here, tasks
-    whose pass would prove little."""
+    whose pass would prove little. Pass the ``dataset`` when it is loaded already: a
+    large one takes seconds to read."""
     from bat.evaluation.pipeline import dataset_warnings
 
-    return [*resolved.warnings, *dataset_warnings(load_dataset(resolved.dataset))]
+    dataset = load_dataset(resolved.dataset) if dataset is None else dataset
+    return [*resolved.warnings, *dataset_warnings(dataset)]
 
 
-def resolved_view(resolved: ResolvedConfig) -> dict[str, Any]:
+def resolved_view(resolved: ResolvedConfig, dataset: Dataset | None = None) -> dict[str, Any]:
     """Everything a run would use, with defaults filled in and paths made concrete."""
     evaluation = resolved.evaluation
     agent = evaluation.agent
-    dataset = load_dataset(resolved.dataset)
+    dataset = load_dataset(resolved.dataset) if dataset is None else dataset
     return {
         "file": str(resolved.file),
         "dataset": {
@@ -70,8 +72,10 @@ def resolved_view(resolved: ResolvedConfig) -> dict[str, Any]:
     }
 
 
-def describe(resolved: ResolvedConfig, *, as_json: bool = False) -> str:
-    view = resolved_view(resolved)
+def describe(
+    resolved: ResolvedConfig, *, as_json: bool = False, dataset: Dataset | None = None
+) -> str:
+    view = resolved_view(resolved, dataset)
     if as_json:
         return json.dumps(view, indent=2)
     agent, timeouts = view["agent"], view["timeouts_s"]

@@ -61,11 +61,13 @@ def show(c: Context, json: bool = False) -> None:
     """Print the fully resolved evaluation configuration (and check the dataset)."""
     import sys
 
+    from bat.evaluation.dataset import load_dataset
     from bat.evaluation.show import describe, warnings_of
 
     resolved = _config(c)
-    print(describe(resolved, as_json=json))
-    for warning in warnings_of(resolved):
+    dataset = load_dataset(resolved.dataset)  # once: a large one takes seconds
+    print(describe(resolved, as_json=json, dataset=dataset))
+    for warning in warnings_of(resolved, dataset):
         print(f"warning: {warning}", file=sys.stderr)
 
 
