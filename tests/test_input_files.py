@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from bat.errors import InputError
 from bat.evaluation import dataset as dataset_module
-from bat.evaluation.dataset import load_dataset
+from bat.evaluation.dataset import check_dataset, load_dataset
 from bat.evaluation.locate import json_lines, line_index
 from bat.input_files import ALIAS_BUDGET, CONFIG_LIMIT, MAX_DEPTH, parse_yaml
 
@@ -280,3 +280,50 @@ def test_aliases_written_by_pyyaml_load_back_or_hit_the_budget(block, width, lev
     except InputError as exc:
         assert "aliases expand to more than" in str(exc)
         assert width**levels * 2 > ALIAS_BUDGET // 100  # refused only when large
+
+
+task_dicts = st.fixed_dictionaries(
+    {"id": st.sampled_from(["a", "b", "c", "", "x/y"]), "turns": st.lists(words, max_size=2)},
+    optional={
+        "expected": st.fixed_dictionaries(
+            {},
+            optional={
+                "status": st.sampled_from(["completed", "failed", "nope", None]),
+                "output_must_contain": st.lists(words, max_size=2),
+                "max_tokens": st.integers(min_value=-2, max_value=5),
+            },
+        ),
+        "meta": st.dictionaries(words, st.integers(), max_size=2),
+    },
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(task_dicts, max_size=4), st.booleans(), st.sampled_from([None, 1]))
+def test_checking_a_dataset_agrees_with_loading_it(tmp_path, tasks, wrapped, indent):
+    """eval.show's check (no tasks kept) accepts and refuses exactly what a run's full
+    read does, with the same messages, and counts the same tasks."""
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps({"tasks": tasks} if wrapped else tasks, indent=indent))
+    try:
+        loaded = load_dataset(path)
+    except InputError as exc:
+        with pytest.raises(InputError) as caught:
+            check_dataset(path)
+        assert (str(caught.value), caught.value.details) == (str(exc), exc.details)
+        return
+    checked = check_dataset(path)
+    assert (checked.count, checked.sha256) == (len(loaded.tasks), loaded.sha256)
+    weak = [task for task in loaded.tasks if not task.expected.checks_beyond_status]
+    assert checked.weak == weak
+
+
+def test_eval_show_counts_a_wrapped_dataset(project, bat):
+    tasks = [{"id": "a", "turns": ["hi"]}, {"id": "b", "turns": ["ho"]}]
+    (project / "eval/input/tasks.json").write_text(json.dumps({"tasks": tasks}))
+    result = bat("eval.show", "--json", cwd=project)
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["dataset"]["tasks"] == 2
+    assert "2 task(s) check nothing but the final status (a, b)" in result.err

@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -201,6 +202,111 @@ def load_dataset(path: Path) -> Dataset:
         raise InputError(f"{path} holds no tasks")
     sha256 = hashlib.sha256(raw).hexdigest()
     return Dataset.model_construct(path=path, sha256=sha256, tasks=tasks)
+
+
+@dataclass(frozen=True)
+class DatasetCheck:
+    """What checking a dataset tells without keeping its tasks: their number, the hash
+    of the file, and the tasks that check nothing but the final status (usually few)."""
+
+    path: Path
+    sha256: str
+    count: int
+    weak: list[TaskSpec]
+
+
+def check_dataset(path: Path, *, chunk: int = 5000) -> DatasetCheck:
+    """Validate a tasks file as :func:`load_dataset` does, keeping no task.
+
+    ``bat eval.show`` only reports on a dataset; a million validated tasks take over
+    2 GB as pydantic models, so here the list is read one task at a time and validated
+    ``chunk`` tasks at a time, then let go. Memory is the file's text plus one chunk.
+    Any problem (or a shape this reader does not expect) is left to the full reader,
+    which lists every problem with its line.
+    """
+    from bat.input_files import DATASET_LIMIT, decode, read_bytes
+
+    try:
+        raw = read_bytes(path, limit=DATASET_LIMIT, kind="a JSON dataset")
+    except FileNotFoundError:
+        raise InputError(f"dataset {path} not found (bat eval.init writes an example)") from None
+    sha256 = hashlib.sha256(raw).hexdigest()
+    text = decode(path, raw)
+    del raw
+    seen: set[str] = set()
+    weak: list[TaskSpec] = []
+    count = 0
+
+    def validate(items: list[Any]) -> bool:
+        nonlocal count
+        try:
+            tasks = _task_list().validate_python(items)
+        except ValidationError:
+            return False
+        for task in tasks:
+            if task.id in seen:
+                return False
+            seen.add(task.id)
+            if not task.expected.checks_beyond_status:
+                weak.append(task)
+        count += len(tasks)
+        return True
+
+    try:
+        with _gc_paused():
+            sound = all(validate(items) for items in _json_list_items(text, chunk))
+    except _NotAList:
+        sound = False
+    if not sound or count == 0:
+        # The full reader lists every problem, or reads what this one leaves to it
+        # (``{"tasks": [...]}``, an empty list).
+        dataset = load_dataset(path)
+        count = len(dataset.tasks)
+        weak = [task for task in dataset.tasks if not task.expected.checks_beyond_status]
+    return DatasetCheck(path=path, sha256=sha256, count=count, weak=weak)
+
+
+def _json_list_items(text: str, size: int) -> Iterator[list[Any]]:
+    """The items of the JSON list ``text``, ``size`` at a time, each decoded on its own.
+
+    Raises ``_NotAList`` (a ValueError) for anything else, invalid JSON included; the
+    caller then leaves the file to the full reader for the message.
+    """
+    decoder = json.JSONDecoder()
+    space = re.compile(r"[ \t\n\r]*")
+    pos = space.match(text).end()
+    if not text.startswith("[", pos):
+        raise _NotAList
+    pos = space.match(text, pos + 1).end()
+    items: list[Any] = []
+    if text.startswith("]", pos):
+        pos += 1
+    else:
+        while True:
+            try:
+                item, pos = decoder.raw_decode(text, pos)
+            except (json.JSONDecodeError, RecursionError):
+                raise _NotAList from None
+            items.append(item)
+            if len(items) == size:
+                yield items
+                items = []
+            pos = space.match(text, pos).end()
+            if text.startswith(",", pos):
+                pos = space.match(text, pos + 1).end()
+            elif text.startswith("]", pos):
+                pos += 1
+                break
+            else:
+                raise _NotAList
+    if space.match(text, pos).end() != len(text):
+        raise _NotAList
+    if items:
+        yield items
+
+
+class _NotAList(ValueError):
+    """The text is not one well-formed JSON list."""
 
 
 def _tasks_one_by_one(path: Path, text: str) -> list[TaskSpec]:

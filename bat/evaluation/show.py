@@ -1,4 +1,8 @@
-"""``bat eval.show``: the resolved configuration, as text for people or JSON for scripts."""
+"""``bat eval.show``: the resolved configuration, as text for people or JSON for scripts.
+
+The dataset is checked (every task validated) but its tasks are not kept: a report on
+a million-task dataset must not need the memory a run of it does.
+"""
 
 from __future__ import annotations
 
@@ -6,35 +10,37 @@ import json
 from typing import Any
 
 from bat.evaluation.config import ResolvedConfig
-from bat.evaluation.dataset import Dataset, load_dataset
+from bat.evaluation.dataset import Dataset, DatasetCheck, check_dataset
 
 
-def warnings_of(resolved: ResolvedConfig, dataset: Dataset | None = None) -> list[str]:
+def warnings_of(resolved: ResolvedConfig, dataset: DatasetCheck | None = None) -> list[str]:
     """What is worth knowing before a run: bat-cli keys without a meaning here, tasks
-    whose pass would prove little. Pass the ``dataset`` when it is loaded already: a
+    whose pass would prove little. Pass the ``dataset`` when it is checked already: a
     large one takes seconds to read."""
     from bat.evaluation.pipeline import dataset_warnings
 
-    dataset = load_dataset(resolved.dataset) if dataset is None else dataset
-    return [*resolved.warnings, *dataset_warnings(dataset)]
+    dataset = check_dataset(resolved.dataset) if dataset is None else dataset
+    # The warnings are about the weak tasks only, so those stand for the dataset.
+    weak = Dataset.model_construct(path=dataset.path, sha256=dataset.sha256, tasks=dataset.weak)
+    return [*resolved.warnings, *dataset_warnings(weak)]
 
 
-def resolved_view(resolved: ResolvedConfig, dataset: Dataset | None = None) -> dict[str, Any]:
+def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None) -> dict[str, Any]:
     """Everything a run would use, with defaults filled in and paths made concrete."""
     evaluation = resolved.evaluation
     agent = evaluation.agent
-    dataset = load_dataset(resolved.dataset) if dataset is None else dataset
+    dataset = check_dataset(resolved.dataset) if dataset is None else dataset
     return {
         "file": str(resolved.file),
         "dataset": {
             "path": str(resolved.dataset),
-            "tasks": len(dataset.tasks),
+            "tasks": dataset.count,
             "sha256": dataset.sha256,
         },
         "output_dir": str(resolved.output_dir),
         "run_name": evaluation.run_name,
         "k": evaluation.k,
-        "episodes_per_model": len(dataset.tasks) * evaluation.k,
+        "episodes_per_model": dataset.count * evaluation.k,
         "concurrency": evaluation.concurrency,
         "timeouts_s": {
             "agent_startup": evaluation.agent_startup_timeout_s,
@@ -73,7 +79,7 @@ def resolved_view(resolved: ResolvedConfig, dataset: Dataset | None = None) -> d
 
 
 def describe(
-    resolved: ResolvedConfig, *, as_json: bool = False, dataset: Dataset | None = None
+    resolved: ResolvedConfig, *, as_json: bool = False, dataset: DatasetCheck | None = None
 ) -> str:
     view = resolved_view(resolved, dataset)
     if as_json:

@@ -61,11 +61,11 @@ def show(c: Context, json: bool = False) -> None:
     """Print the fully resolved evaluation configuration (and check the dataset)."""
     import sys
 
-    from bat.evaluation.dataset import load_dataset
+    from bat.evaluation.dataset import check_dataset
     from bat.evaluation.show import describe, warnings_of
 
     resolved = _config(c)
-    dataset = load_dataset(resolved.dataset)  # once: a large one takes seconds
+    dataset = check_dataset(resolved.dataset)  # once: a large one takes seconds
     print(describe(resolved, as_json=json, dataset=dataset))
     for warning in warnings_of(resolved, dataset):
         print(f"warning: {warning}", file=sys.stderr)
