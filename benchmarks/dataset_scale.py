@@ -27,16 +27,23 @@ TARGET_MB = 1536.0
 
 
 def make_project(root: Path, bat: str, tasks: int) -> Path:
-    """``bat eval.init`` in ``root``, then a dataset of ``tasks`` tasks in its format."""
+    """``bat eval.init`` in ``root``, then a dataset of ``tasks`` tasks in its format.
+
+    The file is written one task at a time, exactly as ``json.dumps(tasks, indent=2)``
+    would write the whole list: this process must stay small, because a child forked
+    from it would count this process's memory in its own peak RSS.
+    """
     subprocess.run([bat, "eval.init"], cwd=root, capture_output=True, check=True)
     dataset = root / "eval" / "input" / "tasks.json"
     examples = json.loads(dataset.read_text(encoding="utf-8"))
-    many = []
-    for index in range(tasks):
-        task = dict(examples[index % len(examples)])
-        task["id"] = f"{task['id']}-{index}"
-        many.append(task)
-    dataset.write_text(json.dumps(many, indent=2), encoding="utf-8")
+    with dataset.open("w", encoding="utf-8") as out:
+        out.write("[")
+        for index in range(tasks):
+            task = {**examples[index % len(examples)]}
+            task["id"] = f"{task['id']}-{index}"
+            item = json.dumps(task, indent=2).replace("\n", "\n  ")
+            out.write(("," if index else "") + "\n  " + item)
+        out.write("\n]")
     return dataset
 
 

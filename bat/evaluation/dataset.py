@@ -201,7 +201,7 @@ def load_dataset(path: Path) -> Dataset:
     if not tasks:
         raise InputError(f"{path} holds no tasks")
     sha256 = hashlib.sha256(raw).hexdigest()
-    return Dataset.model_construct(path=path, sha256=sha256, tasks=tasks)
+    return Dataset(path=path, sha256=sha256, tasks=tasks)
 
 
 @dataclass(frozen=True)
