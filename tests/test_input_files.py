@@ -242,6 +242,23 @@ def test_json_lines_agree_with_the_yaml_composer(value, indent):
     assert json_lines(text) == line_index(text)
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(json_values, max_size=6), st.sets(st.integers(0, 6)), st.booleans())
+def test_json_lines_within_some_items_are_those_of_the_whole(items, chosen, wrapped):
+    """Mapping only the tasks with problems (skipping the others whole) gives the same
+    lines for them as mapping everything."""
+    prefix: tuple = ("tasks",) if wrapped else ()
+    text = json.dumps({"tasks": items} if wrapped else items, indent=1)
+    within = [(*prefix, index) for index in chosen]
+    every = json_lines(text)
+    expected = {
+        path: line
+        for path, line in every.items()
+        if any(path[: len(root)] == root for root in within)
+    }
+    assert json_lines(text, within=within) == expected
+
+
 yaml_tokens = st.sampled_from(
     ["a", "b", ": ", "- ", "&x ", "&y ", "*x", "*y", "[", "]", "{", "}", ", ", "\n", "  ",
      "<<: ", "'q'", "1", "? ", "!!str ", "#c", "\t", "\ufeff", "\x7f", "\x00", '"', '\\']

@@ -10,6 +10,7 @@ one-pass tokenizer (:func:`json_lines`). Neither recurses.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -73,19 +74,22 @@ def json_lines(text: str, within: Iterable[Path_] | None = None) -> dict[Path_, 
     """``{key path: 1-based line}`` for the JSON ``text`` (which is known to be valid).
 
     A dataset can hold a million tasks and nest hundreds of levels, so this is one
-    pass of a tokenizer with its own stack, and with ``within`` it records only the
-    paths under those prefixes (the tasks that have problems), which keeps the map small.
+    pass of a tokenizer with its own stack. With ``within``, only the paths under those
+    prefixes (the tasks that have problems) are recorded, and every other collection
+    is skipped whole by the C JSON decoder, only its line breaks counted.
     """
     wanted = None if within is None else set(within)
+    ancestors = {path[:end] for path in wanted or () for end in range(len(path))}
+    decoder = json.JSONDecoder()
     lines: dict[Path_, int] = {}
     # One frame per open container: [path, is_object, next key or index, records?]
     stack: list[list[Any]] = []
-    line, last = 1, 0
+    line, last, pos = 1, 0, 0
     path: Path_ = ()
     record = wanted is None or () in wanted
     expect_key = False
-    for match in _JSON_TOKEN.finditer(text):
-        token, start = match.group(), match.start()
+    while match := _JSON_TOKEN.search(text, pos):
+        token, start, pos = match.group(), match.start(), match.end()
         line += text.count("\n", last, start)
         last = start
         if token in ":,":
@@ -114,6 +118,9 @@ def json_lines(text: str, within: Iterable[Path_] | None = None) -> dict[Path_, 
             record = frame[3] or (wanted is not None and path in wanted)
         if record:
             lines.setdefault(path, line)
+        elif token in "[{" and path not in ancestors:
+            pos = decoder.raw_decode(text, start)[1]  # nothing wanted in there
+            continue
         if token in "[{":
             stack.append([path, token == "{", 0, record])
             expect_key = token == "{"
@@ -121,11 +128,7 @@ def json_lines(text: str, within: Iterable[Path_] | None = None) -> dict[Path_, 
 
 
 def _json_key(token: str) -> str:
-    if "\\" not in token:
-        return token[1:-1]
-    import json
-
-    return json.loads(token)
+    return token[1:-1] if "\\" not in token else json.loads(token)
 
 
 def dotted(path: Iterable[str | int]) -> str:
