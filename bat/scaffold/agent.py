@@ -198,9 +198,9 @@ class CreatedAgent:
 def create_agent(request: AgentRequest) -> CreatedAgent:
     """Render the agent project and write it; see the module doc for ``--force``."""
     target = request.target
-    if target.is_dir() and any(target.iterdir()) and not request.force:
-        raise UsageError(f"{target} already exists and is not empty (use --force to overwrite)")
     existed = target.is_dir() and any(target.iterdir())
+    if existed and not request.force:
+        raise UsageError(f"{target} already exists and is not empty (use --force to overwrite)")
     rendered = render_tree("agent", _context(request))
     rendered.update(client_files(request.clients))
     exports = EXPORTS.as_posix()
@@ -237,7 +237,7 @@ def _plan(request: AgentRequest, rendered: dict[str, str]) -> tuple[dict, list, 
     target = request.target
     writes: dict[str, str] = {}
     kept: list[str] = []
-    lost: list[str] = []
+    changed: list[str] = []
     conflicts: list[str] = []
     for relative, fresh in rendered.items():
         path = target / relative
@@ -258,11 +258,11 @@ def _plan(request: AgentRequest, rendered: dict[str, str]) -> tuple[dict, list, 
         else:
             old = path.read_bytes()
             if old != fresh.encode("utf-8"):
-                lost.append(relative)
+                changed.append(relative)
             continue
         if old != fresh:
             writes[relative] = fresh
-    return writes, kept, lost, conflicts
+    return writes, kept, changed, conflicts
 
 
 def _env_conflicts(request: AgentRequest, text: str, path: Path) -> list[str]:
