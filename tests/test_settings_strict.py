@@ -198,6 +198,7 @@ def test_good_variables_keep_their_meaning(tmp_path, home):
         ("images:\n  host: [a, b]\n", "images.host (line 2): expected text, got a list"),
         ("docker: {registry: ''}\n", "docker.registry (line 1): is empty"),
         ("run: 5\n", "run (line 1): must be a mapping of keys, not a number"),
+        ("tasks: {dedupe: nah}\n", "tasks.dedupe (line 1): expected true or false"),
     ],
 )
 def test_bad_project_file_names_file_and_key(tmp_path, home, content, words):
@@ -240,7 +241,7 @@ def test_file_values_are_read_by_their_kind(tmp_path, home):
         "init:\n  agent:\n    port: '9101'\n    model_provider: ollama\n"
         "eval:\n"  # every key commented out: an empty section, not an error
         "images:\n  no_cache: 'off'\n  accept_new_host_key: 'NO'\n"
-        "tasks:\n  dedupe: true\n"  # Invoke's own section is allowed
+        "tasks:\n  dedupe: 'on'\n"  # Invoke's own section is allowed
     )
     result = run_bat("init.agent", "typed", cwd=tmp_path)
     assert result.code == 0, result.err

@@ -186,8 +186,8 @@ class Schema:
 
         ``where(dotted_key)`` words the place for a message (``bat.yaml: eval.file (line
         3)``). A section that is ``null`` (all its keys commented out) counts as empty.
-        Invoke's own sections (``run``, ``tasks``, ...) are kept as they are, once their
-        shape fits Invoke's (a mapping where Invoke has one).
+        Invoke's own sections (``run``, ``tasks``, ...) are kept as they are once their
+        shape fits Invoke's, their booleans read as strictly as bat's.
         """
         checked: dict[str, Any] = {}
         for key, value in data.items():
@@ -197,8 +197,7 @@ class Schema:
                 if section is not None:
                     checked[name] = section
             elif name in self.invoke_defaults:
-                _check_shape(value, self.invoke_defaults[name], name, where)
-                checked[name] = value
+                checked[name] = _invoke_value(value, self.invoke_defaults[name], name, where)
             else:
                 known = sorted({*self.defaults, *self.invoke_defaults})
                 raise Invalid(
@@ -239,15 +238,23 @@ class Schema:
         return checked
 
 
-def _check_shape(value: Any, default: Any, dotted: str, where: Callable[[str], str]) -> None:
-    """A mapping where Invoke's default is one (else Invoke's merge fails with a traceback)."""
+def _invoke_value(value: Any, default: Any, dotted: str, where: Callable[[str], str]) -> Any:
+    """A value of Invoke's own sections: a mapping where Invoke has one (else Invoke's
+    merge fails with a traceback), a strict boolean where Invoke's default is one; the
+    rest as it is (Invoke allows keys of its own there, like ``run.env``)."""
+    if isinstance(default, bool):
+        try:
+            return boolean(value)
+        except Invalid as exc:
+            raise Invalid(f"{where(dotted)}: {exc}") from None
     if not isinstance(default, Mapping):
-        return
+        return value
     if not isinstance(value, Mapping):
         raise Invalid(f"{where(dotted)}: must be a mapping of keys, not a {_kind_of(value)}")
-    for key, item in value.items():
-        if str(key) in default:
-            _check_shape(item, default[str(key)], f"{dotted}.{key}", where)
+    return {
+        key: _invoke_value(item, default.get(str(key)), f"{dotted}.{key}", where)
+        for key, item in value.items()
+    }
 
 
 def _leaves(tree: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
