@@ -196,6 +196,8 @@ def test_good_variables_keep_their_meaning(tmp_path, home):
         ("init:\n  agent: {model: 4}\n", "init.agent.model (line 2): expected text, got 4"),
         ("images:\n  no_cache: 'perhaps'\n", "images.no_cache (line 2): expected true or false"),
         ("images:\n  host: [a, b]\n", "images.host (line 2): expected text, got a list"),
+        ("init: {agent: {clients: []}}\n", "init.agent.clients (line 1): is an empty list"),
+        ("init: {agent: {clients: [a, 3]}}\n", "init.agent.clients (line 1): expected text"),
         ("docker: {registry: ''}\n", "docker.registry (line 1): is empty"),
         ("run: 5\n", "run (line 1): must be a mapping of keys, not a number"),
         ("tasks: {dedupe: nah}\n", "tasks.dedupe (line 1): expected true or false"),
@@ -239,6 +241,7 @@ def test_file_values_are_read_by_their_kind(tmp_path, home):
     """Quoted numbers and boolean words mean what they say; an empty section is empty."""
     (tmp_path / "bat.yaml").write_text(
         "init:\n  agent:\n    port: '9101'\n    model_provider: ollama\n"
+        "    clients: [planner, critic]\n"
         "eval:\n"  # every key commented out: an empty section, not an error
         "images:\n  no_cache: 'off'\n  accept_new_host_key: 'NO'\n"
         "tasks:\n  dedupe: 'on'\n"  # Invoke's own section is allowed
@@ -247,6 +250,7 @@ def test_file_values_are_read_by_their_kind(tmp_path, home):
     assert result.code == 0, result.err
     dotenv = (tmp_path / "typed" / ".env").read_text()
     assert "PORT=9101\n" in dotenv and "MODEL_PROVIDER=ollama\n" in dotenv
+    assert (tmp_path / "typed/src/llm_clients/critic_client.py").is_file()
 
 
 # -- known_hosts and .env that are not UTF-8 -------------------------------------------

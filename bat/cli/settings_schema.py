@@ -108,11 +108,19 @@ def text(value: Any) -> str:
     return value
 
 
+def names(value: Any) -> str:
+    """Comma-separated names, or (in a file) a list of them: ``planner,critic``."""
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise Invalid("is an empty list (to use the default, leave the setting out)")
+        return ",".join(text(item) for item in value)
+    return text(value)
+
+
 @dataclass(frozen=True)
 class Kind:
     """How one setting is read: a converter, and whether ``null`` (no value) is allowed."""
 
-    name: str
     convert: Callable[[Any], Any]
     optional: bool = False
 
@@ -124,16 +132,18 @@ class Kind:
         return self.convert(value)
 
 
-BOOLEAN = Kind("boolean", boolean)
-WHOLE_NUMBER = Kind("whole number", whole_number)
-PORT = Kind("port (1-65535)", port)
-NUMBER = Kind("number", number)
-TEXT = Kind("text", text)
-OPTIONAL_TEXT = Kind("text or null", text, optional=True)
+BOOLEAN = Kind(boolean)
+WHOLE_NUMBER = Kind(whole_number)
+PORT = Kind(port)
+NUMBER = Kind(number)
+TEXT = Kind(text)
+NAMES = Kind(names)
+OPTIONAL_TEXT = Kind(text, optional=True)
 
 # The settings whose default is None (or whose default's type says too little).
 EXPLICIT_KINDS: dict[str, Kind] = {
     "init.agent.port": PORT,
+    "init.agent.clients": NAMES,
     "init.agent.model": OPTIONAL_TEXT,
     "eval.run_dir": OPTIONAL_TEXT,
     "docker.registry": OPTIONAL_TEXT,
@@ -199,11 +209,10 @@ class Schema:
             elif name in self.invoke_defaults:
                 checked[name] = _invoke_value(value, self.invoke_defaults[name], name, where)
             else:
-                known = sorted({*self.defaults, *self.invoke_defaults})
                 raise Invalid(
                     f"{where(name)}: unknown section{_did_you_mean(name, self.defaults)} "
                     f"(bat's sections: {', '.join(sorted(self.defaults))}; Invoke's: "
-                    f"{', '.join(k for k in known if k not in self.defaults)})"
+                    f"{', '.join(sorted(self.invoke_defaults))})"
                 )
         return checked
 
