@@ -112,7 +112,7 @@ def dataset_warnings(dataset: Dataset) -> list[str]:
 
 def warn(text: str) -> None:
     """A warning: on stderr, as every command of bat says them."""
-    print(f"warning: {text}", file=sys.stderr)
+    print(f"warning: {secrets.scrub(text)}", file=sys.stderr)
 
 
 def run_evaluation(

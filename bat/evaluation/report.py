@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from bat.atomic import write_text_atomic
-from bat.evaluation import batcli
+from bat.evaluation import batcli, secrets
 from bat.evaluation.charts import ChartSet, Run, matches, task_order
 
 REPORT_FILE = "report.html"
@@ -397,7 +397,9 @@ def _tally(counts: dict[str, int]) -> list[str]:
 
 
 def _e(text: str) -> str:
-    return escape(str(text), quote=True)
+    """Text from a file or an agent, HTML-escaped and without any secret bat knows of
+    (every piece of text on the page goes through here)."""
+    return escape(secrets.scrub(str(text)), quote=True)
 
 
 def _anchor(task_id: str) -> str:
