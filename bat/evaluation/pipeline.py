@@ -132,6 +132,7 @@ def run_evaluation(
     if resume or retry_infra:
         wanted = None if resume in (None, True) else str(resume)
         run_dir = rundir.find_run(resolved.output_dir, wanted)
+        rundir.model_dirs(run_dir)  # a crafted models[].dir is refused, run.json unchanged
         earlier = rundir.update_run(run_dir, status="running", resumed_at=rundir.now_iso())
         if earlier.get("dataset_sha256") != checked.dataset.sha256:
             warn(f"the dataset changed since {run_dir.name} started; new tasks are added to it")
@@ -287,6 +288,7 @@ def judge_stage(resolved: ResolvedConfig, run_dir: Path, *, say: Say = print) ->
     from bat.evaluation.judging import judge_run
 
     say = remember_secrets(resolved, say)
+    rundir.model_dirs(run_dir)  # a crafted models[].dir is refused before any write
     env = judge_keys(resolved)
     dataset = load_dataset(resolved.dataset)
     tasks = {task.id: task for task in dataset.tasks}

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from bat.atomic import write_text_atomic
+from bat.errors import InputError
 from bat.evaluation import batcli, secrets
 from bat.evaluation.charts import ChartSet, Run, matches, task_order
 
@@ -152,7 +153,10 @@ def load_episodes(run: Run, folder: Path) -> dict[tuple[str, int | None], Episod
         views[(view.task_id, attempt)] = view
     directory = run.folder / "episodes"
     paths = sorted(directory.glob("*.json")) if directory.is_dir() else []
+    inside = run.folder.resolve()
     for path in paths:
+        if not path.resolve().is_relative_to(inside):  # never read a file from elsewhere
+            raise InputError(f"{path} leads outside {run.folder} (a symbolic link out of the run)")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):

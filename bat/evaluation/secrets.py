@@ -39,8 +39,6 @@ _SECRET_NAME = re.compile(
     r"key|token|secret|passw|pwd|auth|credential|signature|^sig$|session|cookie",
     re.IGNORECASE,
 )
-# Variable values this short and plain are settings, not secrets (LOG_LEVEL=info).
-MIN_PLAIN_ENV_CHARS = 12
 
 
 def secret_name(name: str) -> bool:
@@ -99,13 +97,15 @@ def url_secrets(url: str | None) -> list[str]:
 
 
 def env_secrets(env: Mapping[str, str]) -> list[str]:
-    """The values of an ``env`` map that may be secret: every value of a variable whose
-    name looks like a credential, and any value long enough to be a key or a password
-    (short plain settings such as ``LOG_LEVEL=info`` are left alone)."""
+    """The values of an ``env`` map that are secret: the value of every variable whose
+    name looks like a credential (``OPENAI_API_KEY``, ``HF_TOKEN``, ``DB_PASSWORD``...),
+    and the credentials of a URL in any value. Other values are settings
+    (``PYTHONPATH``, ``MODEL_PROVIDER=openai``): hiding them everywhere they occur would
+    corrupt the text around them (a path, a model name, the word ``status``)."""
     found = []
     for name, value in env.items():
         value = str(value)
-        if secret_name(name) or len(value) >= MIN_PLAIN_ENV_CHARS:
+        if secret_name(name):
             found.append(value)
         found += url_secrets(value) if "://" in value else []
     return found
