@@ -157,3 +157,19 @@ def test_a_batcli_model_folder_linked_out_of_its_run_is_refused(tmp_path, bat, h
     result = bat("eval.verdict", "--run", str(run), cwd=project)
     assert result.code == 0, result.err
     assert result.out.strip() == "5 verdict(s) changed"
+
+
+@pytest.mark.parametrize("dangling", [False, True], ids=["to-a-folder", "dangling"])
+def test_a_judge_cache_linked_out_of_the_run_is_refused(project, tmp_path, bat, dangling):
+    (run_dir,) = run_dirs(project)
+    outside = tmp_path / "outside-cache"
+    if not dangling:
+        outside.mkdir()
+    (run_dir / "judge-cache").symlink_to(outside, target_is_directory=True)
+    (project / ".env").write_text("OPENAI_API_KEY=sk-unused-here\n")
+    before = fingerprint(tmp_path)
+    result = bat("eval.judge", "--run", str(run_dir), cwd=project)
+    assert result.code == 2, (result.out, result.err)
+    assert result.err.startswith("bat: error: ") and "judge-cache leads outside" in result.err
+    assert fingerprint(tmp_path) == before
+    assert outside.is_dir() != dangling

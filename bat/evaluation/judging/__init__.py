@@ -108,7 +108,8 @@ def judge_run(
     inside = run_dir.resolve()
     for path in [run_dir / CACHE_DIR, *sorted(run_dir.glob("*/episodes/*.json"))]:
         # Episodes are written back and the cache is written: never through a link out.
-        if path.exists() and not path.resolve().is_relative_to(inside):
+        linked = path.is_symlink() or path.exists()  # a dangling link out counts too
+        if linked and not path.resolve().is_relative_to(inside):
             raise InputError(f"{path} leads outside {run_dir} (a symbolic link out of the run)")
     for path in sorted(run_dir.glob("*/episodes/*.json")):
         try:
