@@ -182,20 +182,26 @@ def test_no_secret_in_any_file_or_output_of_a_judged_run(tmp_path, bat, home):
 
 
 def test_console_error_naming_an_agent_url_shows_no_password(tmp_path, bat, home):
-    """An agent that does not answer: the error names its URL, without the password."""
+    """An agent that does not answer: the error names its URL, without the password;
+    eval.show shows the agent's and the judge's URLs without theirs."""
     project = make_project(tmp_path, "tool_tasks.json", start=False)
     config = yaml.safe_load((project / "eval/eval.yaml").read_text())
     config["evaluation"]["agent_url"] = "http://auser:agent-url-pass-9@127.0.0.1:1"
+    config["judge"] = {"model": "j", "base_url": "http://juser:judge-url-pass-8@127.0.0.1:2/v1"}
     (project / "eval/eval.yaml").write_text(yaml.safe_dump(config))
     result = bat("eval.run", cwd=project)
-    assert result.code != 0
-    assert "http://127.0.0.1:1" in result.err
+    assert result.code == 2, result.err
+    assert "no agent answers at http://127.0.0.1:1 " in result.err
     shown = bat("eval.show", cwd=project)
     assert shown.code == 0 and "http://127.0.0.1:1 " in shown.out
-    everything = result.out + result.err + shown.out + shown.err
+    as_json = bat("eval.show", "--json", cwd=project)
+    view = json.loads(as_json.out)
+    assert view["agent"]["url"] == "http://127.0.0.1:1"
+    assert view["judges"][0]["base_url"] == "http://127.0.0.1:2/v1"
+    everything = result.out + result.err + shown.out + shown.err + as_json.out + as_json.err
     everything += "".join(written_files(project / "eval" / "output").values())
-    assert "agent-url-pass-9" not in everything
-    assert "auser" not in everything
+    assert "agent-url-pass-9" not in everything and "judge-url-pass-8" not in everything
+    assert "auser" not in everything and "juser" not in everything
 
 
 # --- the two tools, on their own ------------------------------------------------------------
