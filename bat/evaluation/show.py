@@ -7,6 +7,7 @@ from typing import Any
 
 from bat.evaluation.config import ResolvedConfig
 from bat.evaluation.dataset import load_dataset
+from bat.evaluation.secrets import display_url
 
 
 def warnings_of(resolved: ResolvedConfig) -> list[str]:
@@ -18,7 +19,8 @@ def warnings_of(resolved: ResolvedConfig) -> list[str]:
 
 
 def resolved_view(resolved: ResolvedConfig) -> dict[str, Any]:
-    """Everything a run would use, with defaults filled in and paths made concrete."""
+    """Everything a run would use, with defaults filled in and paths made concrete; URLs
+    without their credentials and ``env`` maps by name only (this is printed)."""
     evaluation = resolved.evaluation
     agent = evaluation.agent
     dataset = load_dataset(resolved.dataset)
@@ -40,7 +42,7 @@ def resolved_view(resolved: ResolvedConfig) -> dict[str, Any]:
             "turn": evaluation.turn_timeout_s,
         },
         "agent": {
-            "url": resolved.agent_url,
+            "url": display_url(resolved.agent_url),
             "url_from": resolved.agent_url_source,
             "started_by_bat": agent.start,
             "command": agent.command if agent.start else None,
@@ -56,7 +58,7 @@ def resolved_view(resolved: ResolvedConfig) -> dict[str, Any]:
                 "folder": resolved.model_dir(m),
                 "provider": m.provider,
                 "model": m.model,
-                "base_url": m.base_url,
+                "base_url": display_url(m.base_url),
                 "env": sorted(m.env),
             }
             for m in resolved.config.models
@@ -64,7 +66,11 @@ def resolved_view(resolved: ResolvedConfig) -> dict[str, Any]:
         or [{"label": "agent-default", "note": "the agent's own MODEL settings"}],
         "qualitative": evaluation.qualitative,
         "judges": [
-            {**judge.model_dump(mode="json"), "env": sorted(judge.env)}
+            {
+                **judge.model_dump(mode="json"),
+                "base_url": display_url(judge.base_url),
+                "env": sorted(judge.env),
+            }
             for judge in resolved.config.judges
         ],
     }
