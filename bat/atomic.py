@@ -2,6 +2,16 @@
 
 Every file bat writes goes through here, so an interrupted command (Ctrl-C, a full
 disk) never leaves a truncated ``.env`` or a half-rendered template behind.
+
+Two rules protect what a user set up around a file:
+
+* a symbolic link is written through, never replaced: the temporary file goes beside the
+  link's final target and is renamed over that target, so the link (say ``.env`` pointing
+  at a shared secrets file) stays a link and the target keeps its mode;
+* a file the user made read-only (no write bit, or not writable by us) is refused with
+  :class:`ReadOnlyFile` unless the caller passes ``allow_read_only=True``: renaming over it
+  would work, since only the folder's permission counts, and silently undo the user's
+  ``chmod``.
 """
 
 from __future__ import annotations
@@ -12,31 +22,77 @@ import stat
 import tempfile
 from pathlib import Path
 
+from bat.errors import UsageError
 
-def write_text_atomic(path: Path, text: str, *, mode: int | None = None) -> None:
+# Mode for a new file that may hold a secret (an API key in ``.env``).
+PRIVATE = 0o600
+
+
+class ReadOnlyFile(UsageError):
+    """The file to replace is read-only: the user chose that, so bat does not write it."""
+
+    def __init__(self, path: Path, mode: int) -> None:
+        super().__init__(
+            f"{path}: the file is read-only (mode {mode:04o}); bat leaves it as it is "
+            f"(make it writable first, e.g. chmod u+w {path})"
+        )
+        self.path = path
+
+
+def resolved(path: Path) -> Path:
+    """The file a write to ``path`` lands in: symbolic links followed to their end."""
+    return Path(os.path.realpath(path))
+
+
+def check_writable(path: Path, *, allow_read_only: bool = False) -> None:
+    """Raise :class:`ReadOnlyFile` if ``path`` exists and is read-only (see module doc).
+
+    Callers that write several files call this for each before writing the first, so a
+    refusal leaves every file as it was.
+    """
+    if allow_read_only:
+        return
+    target = resolved(Path(path))
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        return
+    # Root may write anything, so the bits themselves say what the user meant.
+    if not mode & 0o222 or not os.access(target, os.W_OK):
+        raise ReadOnlyFile(Path(path), mode)
+
+
+def write_text_atomic(
+    path: Path, text: str, *, mode: int | None = None, allow_read_only: bool = False
+) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory.
 
     The permission bits of an existing file are kept (a ``.env`` made private stays
-    private); ``mode`` sets them for a new file (default: 0o666 less the umask).
+    private); ``mode`` sets them for a new file (default: 0o666 less the umask; pass
+    :data:`PRIVATE` for a file that can hold a secret).
     """
-    write_bytes_atomic(path, text.encode("utf-8"), mode=mode)
+    write_bytes_atomic(path, text.encode("utf-8"), mode=mode, allow_read_only=allow_read_only)
 
 
-def write_bytes_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
+def write_bytes_atomic(
+    path: Path, data: bytes, *, mode: int | None = None, allow_read_only: bool = False
+) -> None:
     """Binary twin of :func:`write_text_atomic`."""
-    path = Path(path)
+    check_writable(path, allow_read_only=allow_read_only)
+    target = resolved(Path(path))
     try:
-        keep = stat.S_IMODE(path.stat().st_mode)
+        keep = stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
         keep = mode if mode is not None else 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # mkstemp creates the file 0600, so a secret is never readable by others, even briefly.
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, keep)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

@@ -65,12 +65,18 @@ class Interrupted(BatError):
 
 
 def error_line(message: str) -> str:
-    """The one line a user sees for a failure: ``bat: error: ...``, whitespace folded."""
-    return f"bat: error: {' '.join(str(message).split())}"
+    """The one line a user sees for a failure: ``bat: error: ...``, whitespace folded, and
+    free of every secret bat knows of (a URL's password, a judge's key: see
+    ``bat.evaluation.secrets``), whichever part of bat worded the message."""
+    from bat.evaluation.secrets import scrub
+
+    return f"bat: error: {' '.join(scrub(str(message)).split())}"
 
 
 def error_text(error: BatError) -> str:
     """The headline line, then one indented line per detail (if any)."""
+    from bat.evaluation.secrets import scrub
+
     lines = [error_line(error.message)]
-    lines += [f"  - {' '.join(detail.split())}" for detail in error.details]
+    lines += [f"  - {' '.join(scrub(detail).split())}" for detail in error.details]
     return "\n".join(lines)

@@ -100,7 +100,7 @@ def decode(path: Path | str, data: bytes) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise InputError(
-            f"{path} is not UTF-8 text (line {line}, byte offset {exc.start}: "
+            f"{path}: not UTF-8 text (line {line}, byte offset {exc.start}: "
             f"0x{data[exc.start]:02x}, {exc.reason})"
         ) from None
     return text.removeprefix("\ufeff")

@@ -83,3 +83,74 @@ def test_bad_names_are_refused(agent, bat, names):
 def test_missing_names_is_a_usage_error(agent, bat):
     result = bat("add.client", cwd=agent)
     assert result.code == 2 and "names" in result.err
+
+
+# -- a refusal leaves the agent exactly as it was ------------------------------------------
+
+
+def snapshot(root):
+    """Every file under ``root`` with its bytes and mode, to compare before and after."""
+    return {
+        p.relative_to(root).as_posix(): (p.read_bytes(), p.stat().st_mode)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def one_error_line(result, *words):
+    assert result.code == 2, result.err
+    assert result.err.startswith("bat: error: ") and result.err.count("\n") == 1, result.err
+    for word in words:
+        assert word in result.err
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda text: text.replace("# <<< bat: clients <<<\n", ""),
+        lambda text: text.replace("# >>> bat: clients (maintained by `bat add.client`) >>>\n", ""),
+        lambda text: text + "# >>> bat: clients (maintained by `bat add.client`) >>>\n",
+        lambda text: (
+            text.replace("# <<< bat: clients <<<\n", "") + "# <<< bat: clients <<<\n"
+            "# <<< bat: clients <<<\n"
+        ),
+    ],
+    ids=["no-end", "no-begin", "two-begins", "two-ends"],
+)
+def test_damaged_markers_are_refused_and_nothing_written(agent, bat, damage):
+    init = agent / "src/llm_clients/__init__.py"
+    init.write_text(damage(init.read_text()))
+    before = snapshot(agent)
+    one_error_line(bat("add.client", "extra", cwd=agent), "marker lines are damaged")
+    assert snapshot(agent) == before
+
+
+def test_exports_file_that_is_not_utf8_is_refused_before_any_client_is_written(agent, bat):
+    init = agent / "src/llm_clients/__init__.py"
+    init.write_bytes(init.read_bytes() + b"# caf\xe9\n")
+    before = snapshot(agent)
+    one_error_line(bat("add.client", "extra", cwd=agent), "__init__.py (line", "not UTF-8")
+    assert snapshot(agent) == before
+
+
+def test_read_only_exports_file_is_refused_before_any_client_is_written(agent, bat):
+    init = agent / "src/llm_clients/__init__.py"
+    init.chmod(0o444)
+    before = snapshot(agent)
+    one_error_line(bat("add.client", "extra", cwd=agent), "__init__.py: the file is read-only")
+    assert snapshot(agent) == before
+
+
+def test_read_only_client_is_refused_even_with_force(agent, bat):
+    client = agent / "src/llm_clients/assistant_client.py"
+    client.chmod(0o400)
+    before = snapshot(agent)
+    one_error_line(bat("add.client", "assistant", "-f", cwd=agent), "read-only (mode 0400)")
+    assert snapshot(agent) == before
+
+
+def test_a_folder_where_a_client_module_goes_is_refused(agent, bat):
+    (agent / "src/llm_clients/extra_client.py").mkdir()
+    before = snapshot(agent)
+    one_error_line(bat("add.client", "extra", "-f", cwd=agent), "exists and is not a file")
+    assert snapshot(agent) == before

@@ -250,3 +250,201 @@ def test_both_spellings_give_the_same_project(tmp_path, bat, home):
 def test_agent_json_name_is_json_escaped(tmp_path, bat, home):
     assert bat("init.agent", "quote_test", "-o", str(tmp_path)).code == 0
     assert json.loads((tmp_path / "quote_test/agent.json").read_text())["name"] == "Quote Test"
+
+
+# -- --force never loses what the user wrote ---------------------------------------------
+
+import os  # noqa: E402
+import stat  # noqa: E402
+
+SIX = "planner,executor,critic,writer,reviewer,router"
+
+
+def snapshot(root):
+    """Every file under ``root`` with its bytes and mode, to compare before and after."""
+    return {
+        p.relative_to(root).as_posix(): (p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def one_error_line(result, *words):
+    assert result.code == 2, result.err
+    assert result.err.startswith("bat: error: ") and result.err.count("\n") == 1, result.err
+    assert "Traceback" not in result.err
+    for word in words:
+        assert word in result.err, result.err
+
+
+@pytest.fixture
+def worked_on(tmp_path, bat, home):
+    """An agent with six clients, a key, a registry and a repository set, as in issue 9."""
+    assert bat("init.agent", "busy", "-c", SIX, "--port", "9123", "-o", str(tmp_path)).code == 0
+    agent = tmp_path / "busy"
+    env = agent / ".env"
+    env.write_text(env.read_text().replace("OPENAI_API_KEY=\n", "OPENAI_API_KEY=sk-mine\n"))
+    set_env = ("set.env", "--docker-registry", "localhost:5000", "--repo", "team/busy")
+    assert bat(*set_env, cwd=agent).code == 0
+    (agent / "src/llm_clients/planner_client.py").write_text("# my planner\n")
+    return agent
+
+
+def test_new_env_is_private(tmp_path, bat, home):
+    assert bat("init.agent", "a", "-o", str(tmp_path)).code == 0
+    assert stat.S_IMODE((tmp_path / "a/.env").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "a/README.md").stat().st_mode) == 0o666 & ~os.umask(0o22)
+
+
+def test_force_on_an_agent_keeps_keys_values_and_every_client(worked_on, bat):
+    before = snapshot(worked_on)
+    result = bat("init.agent", "busy", "-f", "-o", str(worked_on.parent))
+    assert result.code == 0, result.err
+    assert snapshot(worked_on) == before  # PORT=9123 read back: nothing differs
+    assert "0 files written" in result.out and "planner_client.py" in result.out
+    text = (worked_on / ".env").read_text()
+    for line in ("OPENAI_API_KEY=sk-mine", "BAT_DOCKER_REGISTRY=localhost:5000", "PORT=9123"):
+        assert f"\n{line}\n" in text
+    exports = exported_names((worked_on / "src/llm_clients/__init__.py").read_text())
+    assert len(exports) == 6
+
+
+def test_force_adds_what_is_missing_and_keeps_the_rest(worked_on, bat):
+    env = worked_on / ".env"
+    env.write_text(env.read_text().replace("MODEL_PROVIDER=openai\n", "") + "MINE=1\n")
+    os.chmod(env, 0o644)
+    (worked_on / "Makefile").unlink()
+    (worked_on / "src/llm_clients/router_client.py").unlink()
+    before = snapshot(worked_on)
+    result = bat("init.agent", "busy", "-f", "-o", str(worked_on.parent))
+    assert result.code == 0, result.err
+    after = snapshot(worked_on)
+    assert after["Makefile"] == snapshot_of_a_fresh_agent(bat, worked_on)["Makefile"]
+    merged = after[".env"]
+    assert merged[1] == 0o644  # an existing .env keeps its mode
+    assert merged[0] == before[".env"][0] + b"MODEL_PROVIDER=openai\n"
+    exports = exported_names(after["src/llm_clients/__init__.py"][0].decode())
+    assert "RouterClient" not in exports and len(exports) == 5
+    changed = {name for name in after if after[name] != before.get(name)}
+    assert changed == {"Makefile", ".env", "src/llm_clients/__init__.py"}
+
+
+def snapshot_of_a_fresh_agent(bat, like):
+    fresh = like.parent / "fresh"
+    args = ("init.agent", like.name, "-c", SIX, "--port", "9123", "-o", str(fresh))
+    assert bat(*args).code == 0
+    return snapshot(fresh / like.name)
+
+
+def test_force_refuses_to_overwrite_files_the_user_changed(worked_on, bat):
+    (worked_on / "Dockerfile").write_text("FROM mine\n")
+    graph = worked_on / "src/graph.py"
+    graph.write_text(graph.read_text() + "# tuned\n")
+    (worked_on / "Makefile").unlink()
+    before = snapshot(worked_on)
+    result = bat("init.agent", "busy", "-f", "-o", str(worked_on.parent))
+    one_error_line(result, "would overwrite Dockerfile, src/graph.py", "Nothing was written")
+    assert snapshot(worked_on) == before
+
+
+def test_force_refuses_a_flag_that_contradicts_the_env(worked_on, bat):
+    before = snapshot(worked_on)
+    result = bat("init.agent", "busy", "-f", "--port", "9200", "-o", str(worked_on.parent))
+    one_error_line(result, ".env has PORT=9123 but --port 9200 was given", "bat set.env")
+    assert snapshot(worked_on) == before
+
+
+def test_force_with_other_clients_refuses_to_change_the_graph(worked_on, bat):
+    before = snapshot(worked_on)
+    result = bat("init.agent", "busy", "-f", "-c", "extra", "-o", str(worked_on.parent))
+    one_error_line(result, "src/graph.py", "bat add.client")
+    assert snapshot(worked_on) == before
+
+
+@pytest.mark.parametrize(
+    ("spoil", "words"),
+    [
+        (lambda a: (a / ".env").write_bytes(b"PORT=9123\nKEY=\xff\n"), ".env: KEY (line 2)"),
+        (lambda a: (a / ".env").write_bytes(b"PORT=9123\nK=a\x00\n"), "contains a NUL byte"),
+        (lambda a: os.chmod(a / ".env", 0o400), ".env: the file is read-only"),
+        (lambda a: (a / "Makefile").unlink() or (a / "Makefile").mkdir(), "Makefile: exists and"),
+        (
+            lambda a: (a / "src/llm_clients/__init__.py").write_text(
+                "# >>> bat: clients (maintained by `bat add.client`) >>>\nimport mine\n"
+            ),
+            "marker lines are damaged",
+        ),
+    ],
+    ids=["env-not-utf8", "env-nul", "env-read-only", "folder-for-file", "markers"],
+)
+def test_force_refusals_write_nothing(worked_on, bat, spoil, words):
+    env = worked_on / ".env"
+    # Remove a key so that the merge has to write .env (a read-only one must be refused).
+    env.write_text(env.read_text().replace("MODEL_PROVIDER=openai\n", ""))
+    spoil(worked_on)
+    before = snapshot(worked_on)
+    result = bat("init.agent", "busy", "-f", "-o", str(worked_on.parent))
+    one_error_line(result, words)
+    assert snapshot(worked_on) == before
+
+
+def test_force_writes_a_symlinked_env_through_the_link(worked_on, bat):
+    env = worked_on / ".env"
+    kept = worked_on.parent / "kept.env"
+    kept.write_text(env.read_text().replace("MODEL_PROVIDER=openai\n", ""))
+    os.chmod(kept, 0o640)
+    env.unlink()
+    env.symlink_to(kept)
+    assert bat("init.agent", "busy", "-f", "-o", str(worked_on.parent)).code == 0
+    assert env.is_symlink() and "MODEL_PROVIDER=openai\n" in kept.read_text()
+    assert "OPENAI_API_KEY=sk-mine\n" in kept.read_text()
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+
+
+# -- every bad flag or setting names itself ---------------------------------------------
+
+
+def test_output_dir_below_a_file_names_the_flag(tmp_path, bat, home):
+    (tmp_path / "plain").write_text("x")
+    for where in ("plain", "plain/deeper"):
+        result = bat("init.agent", "a", "-o", str(tmp_path / where))
+        one_error_line(result, f"--output-dir: {tmp_path / 'plain'} is a file, not a folder")
+    assert (tmp_path / "plain").read_text() == "x"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "words"),
+    [
+        ("BAT_INIT_AGENT_MODEL", "a=b", "init.agent.model (configuration"),
+        ("BAT_INIT_AGENT_MODEL_PROVIDER", "acme", "BAT_INIT_AGENT_MODEL_PROVIDER"),
+        ("BAT_INIT_AGENT_CLIENTS", "bad name", "init.agent.clients (configuration"),
+        ("BAT_INIT_AGENT_OUTPUT_DIR", "/dev/null", "init.agent.output_dir (configuration"),
+    ],
+)
+def test_bad_settings_name_the_setting(tmp_path, bat, home, variable, value, words):
+    result = bat("init.agent", "a", cwd=tmp_path, env={variable: value})
+    one_error_line(result, words)
+    assert list(tmp_path.iterdir()) == [home]
+
+
+def test_bad_yaml_settings_name_the_setting(tmp_path, bat, home):
+    (tmp_path / "bat.yaml").write_text("init:\n  agent:\n    clients: 5\n    port: yes\n")
+    result = bat("init.agent", "a", cwd=tmp_path)
+    assert result.code == 2 and "init.agent." in result.err and "Traceback" not in result.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bat.yaml", "home"]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--port", "٣"], "--port: invalid port '٣'"),
+        (["--port", "0"], "--port: invalid port '0'"),
+        (["--port", "65536"], "--port: invalid port '65536'"),
+        (["--model", "x$y"], "--model: invalid model name"),
+        (["-c", "a,,1b"], "--clients: invalid client name '1b'"),
+        (["--model-provider", ""], "--model-provider: unknown model provider"),
+    ],
+)
+def test_bad_flags_name_the_flag(tmp_path, bat, home, args, words):
+    one_error_line(bat("init.agent", "a", *args, "-o", str(tmp_path)), words)
+    assert list(tmp_path.iterdir()) == [home]

@@ -173,9 +173,9 @@ def test_uncastable_environment_variable(bat, home, tmp_path):
 
 def test_unwritable_output_is_an_operation_error(bat, home, tmp_path):
     if os.geteuid() == 0:
-        blocker = tmp_path / "file"
-        blocker.write_text("")
-        result = bat("init.agent", "x", "-o", str(blocker / "sub"))
+        # Root may write anywhere; a folder name the file system cannot hold still fails.
+        # (A file in the way is bad input, exit 2: tests/test_init_agent.py.)
+        result = bat("init.agent", "x", "-o", str(tmp_path / ("a" * 300)))
     else:
         locked = tmp_path / "locked"
         locked.mkdir(mode=0o500)

@@ -78,3 +78,119 @@ def test_bad_values_change_nothing(agent_dir, bat, args):
 def test_env_that_is_a_directory_is_refused(tmp_path, bat, home):
     (tmp_path / ".env").mkdir()
     assert bat("set.env", "--port", "1", cwd=tmp_path).code == 2
+
+
+# -- the user's file, however it is set up, is never damaged ----------------------------
+
+import os  # noqa: E402
+import stat  # noqa: E402
+import string  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from bat.scaffold.dotenv import parse_env  # noqa: E402
+from tests.conftest import run_bat  # noqa: E402
+
+
+def one_error_line(result, *words):
+    assert result.code == 2, result.err
+    assert result.err.startswith("bat: error: ") and result.err.count("\n") == 1, result.err
+    assert "Traceback" not in result.err
+    for word in words:
+        assert word in result.err
+
+
+def test_read_only_env_is_refused_and_left_alone(agent_dir, bat):
+    path = agent_dir / ".env"
+    os.chmod(path, 0o400)
+    result = bat("set.env", "--port", "9911", cwd=agent_dir)
+    one_error_line(result, ".env: the file is read-only (mode 0400)", "chmod u+w")
+    assert path.read_text() == ENV and stat.S_IMODE(path.stat().st_mode) == 0o400
+
+
+def test_symlinked_env_is_written_through_and_keeps_the_targets_mode(tmp_path, bat, home):
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    target = secrets / "agent.env"
+    target.write_text(ENV)
+    os.chmod(target, 0o640)
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / ".env").symlink_to("../secrets/agent.env")
+    result = bat("set.env", "--port", "9911", cwd=agent)
+    assert result.code == 0, result.err
+    assert (agent / ".env").is_symlink()
+    assert os.readlink(agent / ".env") == "../secrets/agent.env"
+    assert target.read_text() == ENV.replace("PORT=9900", "PORT=9911")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(p.name for p in secrets.iterdir()) == ["agent.env"]
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        (b"PORT=1\nOPENAI_API_KEY=sk-\xff\xfe\n", "OPENAI_API_KEY (line 2): byte 0xff"),
+        (b"PORT=1\nOPENAI_API_KEY=sk\x00x\n", "OPENAI_API_KEY (line 2): contains a NUL byte"),
+        (b'PORT=1\nNOTE="two\nlines"\n', "NOTE (line 2): the quote of the value is not closed"),
+    ],
+)
+def test_env_bat_cannot_read_is_refused_and_left_alone(tmp_path, bat, home, data, words):
+    (tmp_path / ".env").write_bytes(data)
+    one_error_line(bat("set.env", "--port", "2", cwd=tmp_path), f"error: .env: {words}")
+    assert (tmp_path / ".env").read_bytes() == data
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--model", "gpt=4"], "--model: invalid model name 'gpt=4'"),
+        (["--model", "gpt\n4"], "--model: invalid model name 'gpt\\n4'"),
+        (["--model", "gpt\x014"], "--model: invalid model name 'gpt\\x014'"),
+        (["--model", "${HOME}"], "--model: invalid model name"),
+        (["--port", "٣"], "--port: invalid port '٣'"),
+        (["--port", "99999"], "--port: invalid port '99999'"),
+        (["--port", "80 80"], "--port: invalid port"),
+        (["--repo", "a=b"], "--repo: invalid Docker repository"),
+        (["--docker-registry", "reg\n.io"], "--docker-registry: invalid Docker registry"),
+    ],
+)
+def test_bad_values_name_the_flag(agent_dir, bat, args, words):
+    one_error_line(bat("set.env", *args, cwd=agent_dir), words)
+    assert (agent_dir / ".env").read_text() == ENV
+
+
+def test_env_that_is_a_directory_says_so(tmp_path, bat, home):
+    (tmp_path / ".env").mkdir()
+    one_error_line(bat("set.env", "--port", "1", cwd=tmp_path), ".env: not a regular file")
+
+
+_ENV_LINES = st.one_of(
+    st.sampled_from(["PORT=9900", "# PORT=1", "export MODEL='x y'", 'K="a\\"b" # c', ""]),
+    st.text(alphabet=string.printable + "é\x00\x85\u2028", max_size=12),
+)
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    lines=st.lists(_ENV_LINES, max_size=4),
+    tail=st.binary(max_size=3),
+    port=st.text(alphabet="0123456789 x٣", min_size=1, max_size=6),
+)
+def test_fuzzed_env_through_bat_round_trips_or_is_refused(tmp_path_factory, lines, tail, port):
+    """Whatever the file and flag, ``bat set.env`` sets the value or changes no byte."""
+    folder = tmp_path_factory.mktemp("agent")
+    data = "\n".join(lines).encode("utf-8") + tail
+    (folder / ".env").write_bytes(data)
+    result = run_bat("set.env", "--port", port, cwd=folder, env={"HOME": str(folder)})
+    assert "Traceback" not in result.err
+    if result.code != 0:
+        one_error_line(result)
+        assert (folder / ".env").read_bytes() == data
+        return
+    before, after = parse_env(data.decode()), parse_env((folder / ".env").read_text())
+    assert after == {**before, "PORT": str(int(port))}

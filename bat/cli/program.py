@@ -41,7 +41,8 @@ class BatProgram(Program):
     def __init__(self, namespace: Collection | None = None) -> None:
         if namespace is None:
             from bat.tasks import ns as namespace
-        super().__init__(namespace=namespace, name="bat", binary="bat", config_class=BatConfig)
+        config_class = BatConfig.bound_to(namespace)  # its settings' schema: namespace's
+        super().__init__(namespace=namespace, name="bat", binary="bat", config_class=config_class)
 
     # -- running -------------------------------------------------------------------
 

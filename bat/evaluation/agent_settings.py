@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bat.atomic import write_text_atomic
 from bat.errors import InputError
+from bat.evaluation.secrets import write_private
 from bat.evaluation.variables import expand_like_bat_adk
 
 DEFAULT_PORT = 9900  # bat-adk's A2A_APPLICATION_DEFAULT_PORT
@@ -276,10 +276,13 @@ def read_dotenv(path: Path) -> dict[str, str]:
 
 
 def write_config_copy(settings: AgentSettings, target: Path, spans_file: Path) -> Path | None:
-    """Write the redirected config copy; None when the agent has no config file."""
+    """Write the redirected config copy; None when the agent has no config file.
+
+    The copy is private to its owner (0600) whatever the source's mode: an agent's config
+    may hold keys, and the run folder is often shared or archived."""
     text = settings.config_copy(spans_file)
     if text is None:
         return None
     target.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(target, text)
+    write_private(target, text)
     return target

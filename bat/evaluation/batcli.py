@@ -189,12 +189,25 @@ def _model_name(folder: Path, given: dict[str, Any]) -> str:
 
 
 def model_folders(path: Path) -> list[Path]:
-    """``path`` if it is a bat-cli model folder, else its sub-folders that are."""
+    """``path`` if it is a bat-cli model folder, else its sub-folders that are.
+
+    A sub-folder that is a symbolic link out of ``path`` is an InputError: re-judging
+    rewrites files, and they must all be inside the run folder named."""
     path = Path(path)
     if is_model_folder(path):
         return [path]
     children = sorted(p for p in path.iterdir() if p.is_dir()) if path.is_dir() else []
-    return [child for child in children if is_model_folder(child)]
+    found = [child for child in children if is_model_folder(child)]
+    for child in found:
+        _inside(child, path)
+    return found
+
+
+def _inside(path: Path, folder: Path) -> Path:
+    """``path``, which must resolve (links followed) inside ``folder``; else InputError."""
+    if not path.resolve().is_relative_to(Path(folder).resolve()):
+        raise InputError(f"{path} leads outside {folder} (a symbolic link out of the run)")
+    return path
 
 
 def as_episode(data: dict[str, Any], path: Path) -> EpisodeResult:
@@ -243,8 +256,10 @@ def recheck(folder: Path, tasks: dict[str, TaskSpec]) -> int:
     folder = Path(folder)
     verdicts: dict[tuple[str, int], dict[str, Any]] = {}
     rewrites: list[tuple[Path, dict[str, Any]]] = []
+    for name in (METRICS_FILE, SUMMARY_FILE, "episodes"):
+        _inside(folder / name, folder)
     for path in sorted((folder / "episodes").glob("*.json")):
-        data = read_json_object(path)
+        data = read_json_object(_inside(path, folder))
         episode_ = as_episode(data, path)
         task = tasks.get(episode_.task_id)
         if task is None:

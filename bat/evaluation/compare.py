@@ -35,6 +35,9 @@ def resolve_side(reference: str, output_dir: Path) -> Path:
         if run_dir is None:
             raise
         dirs = sorted(d for d in run_dir.iterdir() if (d / "summary.json").is_file())
+        for folder in dirs:  # read only what is inside the run folder named
+            if not folder.resolve().is_relative_to(run_dir.resolve()):
+                raise InputError(f"{folder} leads outside {run_dir} (a link out)") from None
     if model:
         chosen = [d for d in dirs if d.name == model]
         if not chosen:

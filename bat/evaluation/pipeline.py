@@ -25,7 +25,7 @@ from pathlib import Path
 
 from bat.atomic import write_text_atomic
 from bat.errors import BatError, InputError, Interrupted, OperationError
-from bat.evaluation import rundir
+from bat.evaluation import rundir, secrets
 from bat.evaluation.agent_settings import AgentSettings, read_dotenv
 from bat.evaluation.config import ResolvedConfig
 from bat.evaluation.dataset import Dataset, load_dataset
@@ -112,7 +112,7 @@ def dataset_warnings(dataset: Dataset) -> list[str]:
 
 def warn(text: str) -> None:
     """A warning: on stderr, as every command of bat says them."""
-    print(f"warning: {text}", file=sys.stderr)
+    print(f"warning: {secrets.scrub(text)}", file=sys.stderr)
 
 
 def run_evaluation(
@@ -123,6 +123,7 @@ def run_evaluation(
     say: Say = print,
 ) -> RunReport:
     """Run every missing episode of every model; returns the run and what it lacks."""
+    say = remember_secrets(resolved, say)
     checked = preflight(resolved)
     for warning in checked.warnings:
         warn(warning)
@@ -131,6 +132,7 @@ def run_evaluation(
     if resume or retry_infra:
         wanted = None if resume in (None, True) else str(resume)
         run_dir = rundir.find_run(resolved.output_dir, wanted)
+        rundir.model_dirs(run_dir)  # a crafted models[].dir is refused, run.json unchanged
         earlier = rundir.update_run(run_dir, status="running", resumed_at=rundir.now_iso())
         if earlier.get("dataset_sha256") != checked.dataset.sha256:
             warn(f"the dataset changed since {run_dir.name} started; new tasks are added to it")
@@ -235,7 +237,7 @@ def _run_record(
         "started_at": rundir.now_iso(),
         "config_file": str(resolved.file),
         "config": _config_without_secrets(resolved),
-        "agent_url": resolved.agent_url,
+        "agent_url": secrets.display_url(resolved.agent_url),
         "dataset": str(dataset.path),
         "dataset_sha256": dataset.sha256,
         "tasks": [task.id for task in dataset.tasks],
@@ -246,13 +248,26 @@ def _run_record(
 
 
 def _config_without_secrets(resolved: ResolvedConfig) -> dict:
-    """The resolved config with every ``env`` map reduced to its names: values may be API
-    keys (``${OPENAI_API_KEY}`` is expanded before this point)."""
+    """The resolved config with every ``env`` map reduced to its names (values may be API
+    keys: ``${OPENAI_API_KEY}`` is expanded before this point) and every URL without its
+    credentials (``http://user:pass@host``, ``?api_key=``)."""
     config = resolved.config.model_dump(mode="json")
     holders = [config["evaluation"]["agent"], *config["models"], *config["judge"]]
     for holder in holders:
         holder["env"] = sorted(holder.get("env") or {})
+    for holder in [*config["models"], *config["judge"]]:
+        holder["base_url"] = secrets.display_url(holder.get("base_url"))
+    evaluation = config["evaluation"]
+    evaluation["agent_url"] = secrets.display_url(evaluation.get("agent_url"))
     return config
+
+
+def remember_secrets(resolved: ResolvedConfig, say: Say = print) -> Say:
+    """Make every secret of the configuration known to the scrubber (so nothing bat
+    writes or prints holds one); returns ``say`` scrubbing what it prints."""
+    env = {**read_dotenv(resolved.root / ".env"), **os.environ}
+    secrets.remember(secrets.config_secrets(resolved, env), secrets.config_urls(resolved))
+    return lambda text: say(secrets.scrub(text))
 
 
 def judge_keys(resolved: ResolvedConfig) -> dict[str, str]:
@@ -272,6 +287,8 @@ def judge_stage(resolved: ResolvedConfig, run_dir: Path, *, say: Say = print) ->
     """Score a run's episodes with the configured judges (see bat.evaluation.judging)."""
     from bat.evaluation.judging import judge_run
 
+    say = remember_secrets(resolved, say)
+    rundir.model_dirs(run_dir)  # a crafted models[].dir is refused before any write
     env = judge_keys(resolved)
     dataset = load_dataset(resolved.dataset)
     tasks = {task.id: task for task in dataset.tasks}
@@ -284,6 +301,8 @@ def load_episodes(model_dir: Path):
     """Every episode of a model folder, read one at a time."""
     folder = model_dir / "episodes"
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if not path.resolve().is_relative_to(model_dir.resolve()):
+            raise InputError(f"{path} leads outside {model_dir} (a symbolic link out of the run)")
         try:
             yield path, EpisodeResult.model_validate_json(path.read_bytes())
         except ValueError as exc:
@@ -293,6 +312,7 @@ def load_episodes(model_dir: Path):
 def summarize_run(run_dir: Path, *, say: Say = print) -> list[Path]:
     """Write summary.json and metrics.json for every model of the run; say each result."""
     record = rundir.read_run(run_dir)
+    rundir.model_dirs(run_dir)  # every models[].dir checked before anything is written
     written = []
     for model in record.get("models", []):
         files = summarize_model(run_dir, model, record)
@@ -316,6 +336,7 @@ def summarize_model(run_dir: Path, model: dict, record: dict) -> list[Path]:
     summary["run_id"] = metrics["run_id"] = record.get("run_id", run_dir.name)
     written = []
     for name, content in (("summary.json", summary), ("metrics.json", metrics)):
+        content = secrets.scrub_data(content)
         write_text_atomic(model_dir / name, json.dumps(content, indent=1) + "\n")
         written.append(model_dir / name)
     return written

@@ -7,6 +7,7 @@ read old runs; fields are only ever added.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
@@ -159,4 +160,11 @@ class EpisodeResult(BaseModel):
     model_config = {"populate_by_name": True}
 
     def to_json(self) -> str:
-        return self.model_dump_json(by_alias=True, indent=1) + "\n"
+        """The file's text, without any secret bat knows of (an agent or a judge may
+        repeat a key it was given: ``bat.evaluation.secrets``)."""
+        from bat.evaluation import secrets
+
+        if not secrets.known():
+            return self.model_dump_json(by_alias=True, indent=1) + "\n"
+        data = secrets.scrub_data(self.model_dump(mode="json", by_alias=True))
+        return json.dumps(data, indent=1, ensure_ascii=False) + "\n"

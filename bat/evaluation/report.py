@@ -24,7 +24,8 @@ from typing import Any
 from urllib.parse import quote
 
 from bat.atomic import write_text_atomic
-from bat.evaluation import batcli
+from bat.errors import InputError
+from bat.evaluation import batcli, secrets
 from bat.evaluation.charts import ChartSet, Run, matches, task_order
 
 REPORT_FILE = "report.html"
@@ -152,7 +153,10 @@ def load_episodes(run: Run, folder: Path) -> dict[tuple[str, int | None], Episod
         views[(view.task_id, attempt)] = view
     directory = run.folder / "episodes"
     paths = sorted(directory.glob("*.json")) if directory.is_dir() else []
+    inside = run.folder.resolve()
     for path in paths:
+        if not path.resolve().is_relative_to(inside):  # never read a file from elsewhere
+            raise InputError(f"{path} leads outside {run.folder} (a symbolic link out of the run)")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -397,7 +401,9 @@ def _tally(counts: dict[str, int]) -> list[str]:
 
 
 def _e(text: str) -> str:
-    return escape(str(text), quote=True)
+    """Text from a file or an agent, HTML-escaped and without any secret bat knows of
+    (every piece of text on the page goes through here)."""
+    return escape(secrets.scrub(str(text)), quote=True)
 
 
 def _anchor(task_id: str) -> str:

@@ -23,8 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bat.atomic import write_text_atomic
 from bat.errors import InputError
+from bat.evaluation import secrets
 
 RUN_SCHEMA = "bat.run/1"
 RUN_FILE = "run.json"
@@ -78,7 +78,10 @@ def read_run(run_dir: Path) -> dict[str, Any]:
 
 
 def write_run(run_dir: Path, record: dict[str, Any]) -> None:
-    write_text_atomic(run_dir / RUN_FILE, json.dumps(record, indent=1, default=str) + "\n")
+    """Write run.json: private to its owner (it records the configuration, and a model's
+    failure reason may quote anything), with every known secret scrubbed out."""
+    record = secrets.scrub_data(record)
+    secrets.write_private(run_dir / RUN_FILE, json.dumps(record, indent=1, default=str) + "\n")
 
 
 def update_run(run_dir: Path, **changes: Any) -> dict[str, Any]:
@@ -132,5 +135,19 @@ def infra_failures(model_dir: Path) -> set[tuple[str, int]]:
 
 
 def model_dirs(run_dir: Path) -> list[Path]:
+    """The folder of each model run.json lists, each checked to be inside the run."""
     record = read_run(run_dir)
-    return [run_dir / model["dir"] for model in record.get("models", [])]
+    models = record.get("models", [])
+    if not isinstance(models, list):
+        raise InputError(f"{run_dir / RUN_FILE}: models: not a list")
+    return [model_dir(run_dir, model, n) for n, model in enumerate(models)]
+
+
+def model_dir(run_dir: Path, model: Any, index: int) -> Path:
+    """``run_dir / model["dir"]`` for run.json's ``models[index]``; a ``dir`` that is
+    absolute, climbs out with ``..`` or is a symbolic link out of the run is an
+    InputError naming run.json and the key, so no command reads or writes elsewhere."""
+    where = f"models[{index}].dir"
+    value = model.get("dir") if isinstance(model, dict) else None
+    secrets.inside(run_dir, value, file=run_dir / RUN_FILE, key=where)
+    return run_dir / value

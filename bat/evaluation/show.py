@@ -11,6 +11,7 @@ from typing import Any
 
 from bat.evaluation.config import ResolvedConfig
 from bat.evaluation.dataset import Dataset, DatasetCheck, check_dataset
+from bat.evaluation.secrets import display_url
 
 
 def warnings_of(resolved: ResolvedConfig, dataset: DatasetCheck | None = None) -> list[str]:
@@ -26,7 +27,8 @@ def warnings_of(resolved: ResolvedConfig, dataset: DatasetCheck | None = None) -
 
 
 def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None) -> dict[str, Any]:
-    """Everything a run would use, with defaults filled in and paths made concrete."""
+    """Everything a run would use, with defaults filled in and paths made concrete; URLs
+    without their credentials and ``env`` maps by name only (this is printed)."""
     evaluation = resolved.evaluation
     agent = evaluation.agent
     dataset = check_dataset(resolved.dataset) if dataset is None else dataset
@@ -48,7 +50,7 @@ def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None)
             "turn": evaluation.turn_timeout_s,
         },
         "agent": {
-            "url": resolved.agent_url,
+            "url": display_url(resolved.agent_url),
             "url_from": resolved.agent_url_source,
             "started_by_bat": agent.start,
             "command": agent.command if agent.start else None,
@@ -64,7 +66,7 @@ def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None)
                 "folder": resolved.model_dir(m),
                 "provider": m.provider,
                 "model": m.model,
-                "base_url": m.base_url,
+                "base_url": display_url(m.base_url),
                 "env": sorted(m.env),
             }
             for m in resolved.config.models
@@ -72,7 +74,11 @@ def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None)
         or [{"label": "agent-default", "note": "the agent's own MODEL settings"}],
         "qualitative": evaluation.qualitative,
         "judges": [
-            {**judge.model_dump(mode="json"), "env": sorted(judge.env)}
+            {
+                **judge.model_dump(mode="json"),
+                "base_url": display_url(judge.base_url),
+                "env": sorted(judge.env),
+            }
             for judge in resolved.config.judges
         ],
     }

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from bat.errors import OperationError, UsageError
+from bat.errors import InputError, OperationError, UsageError
 from bat.images.credentials import Credentials
 from bat.images.display import _Display
 from bat.images.settings import HostSpec, ImageSettings
@@ -145,6 +145,13 @@ class RemoteDocker:
                     client.load_system_host_keys(str(path))
                 except (OSError, paramiko.SSHException) as exc:
                     raise OperationError(f"{path}: cannot read known hosts: {exc}") from None
+                except UnicodeDecodeError as exc:
+                    # Host keys are ASCII; other bytes mean the wrong file or a damaged one,
+                    # and no host key in it can be trusted to be the one meant.
+                    raise InputError(
+                        f"{path}: not a known_hosts file: not UTF-8 text ({exc.reason} "
+                        f"at byte {exc.start}); fix or remove the damaged line"
+                    ) from None
         refuse, accept_new = _policies(known_hosts, self.display.line)
         policy = accept_new if self.options.accept_new_host_key else refuse
         client.set_missing_host_key_policy(policy())

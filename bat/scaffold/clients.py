@@ -2,7 +2,9 @@
 
 The package's ``__init__.py`` re-exports every client between two marker lines. bat
 rewrites only what lies between the markers, so whatever a developer adds around them
-survives ``add.client``; a file without markers gets the block appended.
+survives ``add.client`` and ``init.agent --force``; a file without markers gets the block
+appended. A file whose markers are damaged (one missing, or out of order) is refused:
+guessing where the block ends could delete the developer's code.
 """
 
 from __future__ import annotations
@@ -10,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bat.atomic import write_text_atomic
-from bat.errors import UsageError
+from bat.atomic import check_writable, write_text_atomic
+from bat.errors import InputError, UsageError
 from bat.scaffold.names import ClientName, parse_client_list
-from bat.scaffold.render import render_file, write_files
+from bat.scaffold.render import existing_text, render_file, require_file_slots, write_files
 
 CLIENTS_DIR = Path("src/llm_clients")
+EXPORTS = CLIENTS_DIR / "__init__.py"
 BEGIN = "# >>> bat: clients (maintained by `bat add.client`) >>>"
 END = "# <<< bat: clients <<<"
 _HEADER = '''"""The LLM clients of this agent: one ChatModelClient per role."""
@@ -35,7 +38,7 @@ def client_files(clients: list[ClientName]) -> dict[str, str]:
 
 def exports_block(clients: list[ClientName], *, standalone: bool = False) -> str:
     """The marked block importing every client; with ``standalone``, a whole ``__init__.py``."""
-    ordered = sorted(clients, key=lambda client: client.module)
+    ordered = sorted(set(clients), key=lambda client: client.module)
     lines = [BEGIN]
     lines += [f"from .{client.module} import {client.class_name}" for client in ordered]
     lines.append("")
@@ -44,6 +47,30 @@ def exports_block(clients: list[ClientName], *, standalone: bool = False) -> str
     lines.append(END)
     block = "\n".join(lines) + "\n"
     return _HEADER + block if standalone else block
+
+
+def updated_exports(text: str | None, clients: list[ClientName], path: Path) -> str:
+    """The exports file ``text`` (None: none yet) importing ``clients``; the rest kept."""
+    block = exports_block(clients)
+    if text is None:
+        return _HEADER + block
+    begins, ends = text.count(BEGIN), text.count(END)
+    if begins == ends == 0:
+        return text + ("" if text.endswith("\n") or not text else "\n") + "\n" + block
+    start, end = text.find(BEGIN), text.find(END)
+    if begins != 1 or ends != 1 or end < start:
+        raise InputError(
+            f"{path}: the bat marker lines are damaged (need one '{BEGIN}' line before one "
+            f"'{END}' line); fix them so bat knows which lines are its own"
+        )
+    after = text[end + len(END) :]
+    return text[:start] + block + after.removeprefix("\n")
+
+
+def clients_in(package: Path) -> list[ClientName]:
+    """The clients whose ``*_client.py`` module is in ``package``."""
+    found = (ClientName.from_module(path.stem) for path in sorted(package.glob("*_client.py")))
+    return [client for client in found if client is not None]
 
 
 @dataclass
@@ -57,7 +84,11 @@ class AddedClients:
 def add_clients(
     names: list[str] | str, *, root: Path = Path("."), force: bool = False
 ) -> AddedClients:
-    """Add one client scaffold per name to the agent at ``root``; all checks come first."""
+    """Add one client scaffold per name to the agent at ``root``; all checks come first.
+
+    Every check (names, existing modules, the exports file's encoding, markers and
+    permissions) runs before the first write, so a refusal leaves the agent as it was.
+    """
     package = root / CLIENTS_DIR
     if not package.is_dir():
         raise UsageError(
@@ -67,31 +98,19 @@ def add_clients(
     clients = parse_client_list(names)
     if not clients:
         raise UsageError("no client name given (e.g. bat add.client planner,executor)")
+    files = client_files(clients)
+    require_file_slots(root, files)
     existing = [c for c in clients if (package / f"{c.module}.py").exists()]
     if existing and not force:
         listed = ", ".join(f"{CLIENTS_DIR / c.module}.py" for c in existing)
         raise UsageError(f"{listed} already exists (use --force to overwrite)")
-    written = write_files(root, client_files(clients))
-    exports = package / "__init__.py"
-    _update_exports(exports, _clients_in(package))
+    exports = root / EXPORTS
+    require_file_slots(root, {EXPORTS.as_posix(): ""})
+    present = clients_in(package) + clients
+    exports_text = updated_exports(existing_text(exports), present, exports)
+    for relative in files:
+        check_writable(root / relative)
+    check_writable(exports)
+    written = write_files(root, files)
+    write_text_atomic(exports, exports_text)
     return AddedClients(written=written, exports=exports)
-
-
-def _clients_in(package: Path) -> list[ClientName]:
-    found = (ClientName.from_module(path.stem) for path in package.glob("*_client.py"))
-    return [client for client in found if client is not None]
-
-
-def _update_exports(path: Path, clients: list[ClientName]) -> None:
-    block = exports_block(clients)
-    if not path.exists():
-        write_text_atomic(path, _HEADER + block)
-        return
-    text = path.read_text(encoding="utf-8")
-    start, end = text.find(BEGIN), text.find(END)
-    if start != -1 and end > start:
-        after = text[end + len(END) :]
-        updated = text[:start] + block + after.removeprefix("\n")
-    else:
-        updated = text + ("" if text.endswith("\n") or not text else "\n") + "\n" + block
-    write_text_atomic(path, updated)

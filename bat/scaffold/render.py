@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.atomic import write_text_atomic
-from bat.errors import OperationError
+from bat.errors import InputError, OperationError, UsageError
 
 TEMPLATE_SUFFIX = ".j2"
 
@@ -73,12 +73,55 @@ def _render(env: Any, template: str, context: Mapping[str, Any]) -> str:
         raise OperationError(f"template {template} failed to render: {exc}") from None
 
 
-def write_files(target: Path, files: Mapping[str, str]) -> list[Path]:
-    """Write ``files`` under ``target`` (creating folders); return the paths written."""
+def write_files(
+    target: Path, files: Mapping[str, str], modes: Mapping[str, int] | None = None
+) -> list[Path]:
+    """Write ``files`` under ``target`` (creating folders); return the paths written.
+
+    ``modes`` gives the permission bits of a new file by its relative path (``.env``:
+    0600); an existing file keeps its own.
+    """
     written = []
     for relative, text in files.items():
         path = target / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, text)
+        write_text_atomic(path, text, mode=(modes or {}).get(relative))
         written.append(path)
     return written
+
+
+def require_file_slots(target: Path, relatives: Mapping[str, object] | list[str]) -> None:
+    """Refuse, before anything is written, a path that could not take a file.
+
+    A folder where a file goes (``Dockerfile/``), or a file where a folder goes (``src``
+    as a file), would otherwise fail half-way through writing, as ``File exists``.
+    """
+    for relative in relatives:
+        path = target / relative
+        if path.exists() and not path.is_file():
+            raise UsageError(f"{path}: exists and is not a file; bat needs to write a file there")
+        for parent in path.parents:
+            if parent.exists() and not parent.is_dir():
+                raise UsageError(f"{parent}: is a file where bat needs a folder (to write {path})")
+            if parent == target:
+                break
+
+
+def existing_text(path: Path) -> str | None:
+    """The UTF-8 text of ``path``, or None when there is no such file.
+
+    A file that is not UTF-8 is an :class:`InputError` naming its line, never a
+    traceback, and never overwritten by a guess at what it held.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"{path} (line {line}): byte 0x{data[exc.start]:02x} is not UTF-8 text; "
+            "bat leaves the file as it is"
+        ) from None

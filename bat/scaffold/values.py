@@ -32,15 +32,21 @@ PROVIDERS: dict[str, Provider] = {
     )
 }
 
+_PORT = re.compile(r"[0-9]{1,5}")
+_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}")
 _REGISTRY = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[a-z0-9._-]+)*")
 _REPO_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _REPO = re.compile(rf"{_REPO_PART}(?:/{_REPO_PART})*")
 
 
 def port(value: object) -> int:
-    """A TCP port 1-65535 (accepts the string a flag or variable gives)."""
-    text = str(value).strip()
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
+    """A TCP port 1-65535 (accepts the string a flag or variable gives).
+
+    ASCII digits only: ``str.isdigit`` also accepts digits such as ``٣``, which ``int``
+    reads as 3. A boolean from YAML (``port: yes``) is refused, not read as 1.
+    """
+    text = "" if isinstance(value, bool) else str(value).strip()
+    if not _PORT.fullmatch(text) or not 1 <= int(text) <= 65535:
         raise InputError(f"invalid port {value!r}: use a whole number from 1 to 65535")
     return int(text)
 
@@ -55,10 +61,18 @@ def provider(value: str) -> Provider:
 
 
 def model(value: str) -> str:
-    """A model name: non-empty, one line, no spaces."""
+    """A model name: one word of the characters model names use.
+
+    ``gpt-4.1-mini``, ``meta/llama-3.3-70b-instruct``, ``qwen2.5:7b`` and
+    ``claude-3@20240229`` pass; ``=``, quotes, ``$``, ``#``, spaces and control characters
+    do not, as each would change how ``.env`` or ``config.yaml`` reads the value back.
+    """
     text = str(value).strip()
-    if not text or any(ch.isspace() for ch in text) or "#" in text:
-        raise InputError(f"invalid model name {value!r}: give one word such as gpt-4.1-mini")
+    if not _MODEL.fullmatch(text):
+        raise InputError(
+            f"invalid model name {value!r}: give one word of letters, digits and . _ - : / @ + "
+            "such as gpt-4.1-mini"
+        )
     return text
 
 

@@ -15,7 +15,8 @@ from bat.tasks._options import command, setting
         "clients": "ChatModelClient scaffolds to create, comma-separated or repeated "
         "(default: assistant). The first one answers in the generated graph.",
         "output-dir": "Folder to create the agent in (default: the current folder).",
-        "force": "Write into an existing non-empty folder, overwriting generated files.",
+        "force": "Write into an existing non-empty folder: missing files are added, .env "
+        "keys merged, clients kept; refused if a file you changed would be overwritten.",
         "port": "PORT written to .env: the agent's A2A port (default 9900).",
         "model": "MODEL written to .env (default: the provider's usual model).",
         "model-provider": "MODEL_PROVIDER written to .env: openai, anthropic, deepseek, "
@@ -35,19 +36,21 @@ def agent(
     """Create a complete BAT-ADK agent project NAME (agent card, config, src/, Docker files)."""
     from bat.scaffold.agent import AgentRequest, create_agent
 
-    request = AgentRequest.build(
-        name,
-        output_dir=setting(c, output_dir, "init.agent.output_dir"),
-        clients=setting(c, clients, "init.agent.clients"),
-        port=setting(c, port, "init.agent.port"),
-        model=setting(c, model, "init.agent.model"),
-        model_provider=setting(c, model_provider, "init.agent.model_provider"),
-        force=force,
-    )
+    keys = ("output_dir", "clients", "port", "model", "model_provider")
+    flags = dict(zip(keys, (output_dir, clients, port, model, model_provider), strict=True))
+    # A flag wins; without one, an existing agent's .env, then the configuration.
+    config = {key: setting(c, None, f"init.agent.{key}", None) for key in keys}
+    request = AgentRequest.build(name, flags=flags, config=config, force=force)
     created = create_agent(request)
-    print(f"Created agent '{request.name.raw}' in {created.target}/ ({len(created.files)} files):")
+    verb = "Updated" if created.existed else "Created"
+    count = len(created.files)
+    print(f"{verb} agent '{request.name.raw}' in {created.target}/ ({count} files written):")
     for relative in created.files:
         print(f"  {relative}")
+    if created.kept:
+        print(f"Kept as they were ({len(created.kept)} files):")
+        for relative in created.kept:
+            print(f"  {relative}")
     from bat.uv_binary import uv_for_humans
 
     uv = uv_for_humans()

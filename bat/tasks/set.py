@@ -27,20 +27,25 @@ def env(
     """Update values in ./.env in place, keeping every other line as it is."""
     from pathlib import Path
 
+    from bat.errors import BatError, InputError
     from bat.scaffold import values
     from bat.scaffold.dotenv import update_env_file
 
+    checks = (
+        ("--port", "PORT", port, lambda text: str(values.port(text))),
+        ("--model", "MODEL", model, values.model),
+        ("--model-provider", "MODEL_PROVIDER", model_provider, lambda t: values.provider(t).name),
+        ("--docker-registry", "BAT_DOCKER_REGISTRY", docker_registry, values.docker_registry),
+        ("--repo", "BAT_DOCKER_REPO", repo, values.docker_repo),
+    )
     updates: dict[str, str] = {}
-    if port is not None:
-        updates["PORT"] = str(values.port(port))
-    if model is not None:
-        updates["MODEL"] = values.model(model)
-    if model_provider is not None:
-        updates["MODEL_PROVIDER"] = values.provider(model_provider).name
-    if docker_registry is not None:
-        updates["BAT_DOCKER_REGISTRY"] = values.docker_registry(docker_registry)
-    if repo is not None:
-        updates["BAT_DOCKER_REPO"] = values.docker_repo(repo)
+    for flag, key, given, check in checks:
+        if given is None:
+            continue
+        try:
+            updates[key] = check(given)
+        except BatError as exc:
+            raise InputError(f"{flag}: {exc.message}") from None
     update_env_file(Path(".env"), updates)
     for key, value in updates.items():
         print(f"Set {key}={value} in .env")

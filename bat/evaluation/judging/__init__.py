@@ -25,6 +25,7 @@ from typing import Any
 
 from bat.atomic import write_text_atomic
 from bat.errors import InputError, OperationError
+from bat.evaluation import secrets
 from bat.evaluation.config import JudgeSpec
 from bat.evaluation.dataset import TaskSpec
 from bat.evaluation.judging.cache import JudgeCache, cache_key
@@ -97,11 +98,19 @@ def judge_run(
         raise InputError("no judge to score with: set judge: in eval.yaml")
     # Every key checked before any request; a judge's own env (bat-cli's judge.env) first.
     keys = [api_key(spec, {**env, **spec.env}) for spec in judges]
+    for spec, key in zip(judges, keys, strict=True):  # none of them written anywhere
+        secrets.remember([key, *secrets.url_secrets(spec.base_url), *secrets.env_secrets(spec.env)])
     labels = _unique_labels(judges)
     names = ", ".join(labels)
 
     loaded: list[tuple[Path, EpisodeResult]] = []
     unreadable = 0
+    inside = run_dir.resolve()
+    for path in [run_dir / CACHE_DIR, *sorted(run_dir.glob("*/episodes/*.json"))]:
+        # Episodes are written back and the cache is written: never through a link out.
+        linked = path.is_symlink() or path.exists()  # a dangling link out counts too
+        if linked and not path.resolve().is_relative_to(inside):
+            raise InputError(f"{path} leads outside {run_dir} (a symbolic link out of the run)")
     for path in sorted(run_dir.glob("*/episodes/*.json")):
         try:
             loaded.append((path, EpisodeResult.model_validate_json(path.read_bytes())))
@@ -190,7 +199,7 @@ def _judge_one(
                 key,
                 reply,
                 judge=spec.label,
-                base_url=client.scrub(client.base_url),
+                base_url=client.shown_base_url,
                 rubric_version=RUBRIC_VERSION,
                 prompt_sha256=prompt.sha256,
                 task_id=episode.task_id,
@@ -204,6 +213,7 @@ def _judge_one(
 
 def _save(path: Path, episode: EpisodeResult, scores: dict[str, Any]) -> None:
     """Write the episode back with ``scores``, unless they are already there."""
+    scores = secrets.scrub_data(scores)  # a judge's reasoning may quote what it was sent
     if episode.scores == scores:
         return  # an unchanged re-judge rewrites nothing
     episode.scores = scores

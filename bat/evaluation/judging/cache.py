@@ -8,7 +8,11 @@ judgement already paid for, and concurrent workers never see half a file.
 
 The file keeps the judge's raw reply, not the parsed scores: a hit is parsed again, so
 a parser fix applies to cached replies too. Only replies that parsed are stored, so a
-failed judgement is tried again next time. No API key is ever part of a file.
+failed judgement is tried again next time. No API key is ever part of a file, nor a
+password of ``base_url``: the key of a file is a hash (so judges at URLs that differ only
+in their credentials keep separate caches), the URL written for humans has no
+credentials, and the files are readable by their owner only (a reply is the judge's
+text about the agent's answers).
 """
 
 from __future__ import annotations
@@ -17,13 +21,13 @@ import hashlib
 import json
 from pathlib import Path
 
-from bat.atomic import write_text_atomic
+from bat.evaluation.secrets import write_private
 
 CACHE_SCHEMA = "bat.judge-cache/1"
 
 
 def cache_key(label: str, base_url: str, rubric_version: str, prompt_sha256: str) -> str:
-    """The hex digest naming one judgement's file."""
+    """The hex digest naming one judgement's file (``base_url`` is hashed, never kept)."""
     material = json.dumps([label, base_url, rubric_version, prompt_sha256])
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
@@ -55,4 +59,4 @@ class JudgeCache:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._made = True
         record = {"schema": CACHE_SCHEMA, "key": key, **meta, "reply": reply}
-        write_text_atomic(self.path(key), json.dumps(record, ensure_ascii=False, indent=1) + "\n")
+        write_private(self.path(key), json.dumps(record, ensure_ascii=False, indent=1) + "\n")

@@ -15,8 +15,11 @@ the package costs nothing until a judgement is made.
   ``Retry-After`` (seconds or an HTTP date) when the server gives one, else exponential
   backoff with jitter (so concurrent workers do not retry in lockstep). The sleep is
   injectable, so tests of the retry schedule take no time.
-* The API key is sent in the ``Authorization`` header and nowhere else; every error
-  message built here is scrubbed of it, exception texts included.
+* The API key is sent in the ``Authorization`` header and nowhere else. Every error
+  message built here, and every reply, is scrubbed of it and of the other secrets bat
+  knows (a password in ``base_url``, ``bat.evaluation.secrets``): a server that echoes
+  the header it got cannot get the key written. Messages name the URL without its
+  credentials; requests still go to the real one.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 from bat.errors import InputError
+from bat.evaluation import secrets
 from bat.evaluation.judging.parse import JudgeError, excerpt
 from bat.evaluation.judging.rubrics import JUDGEMENT_SCHEMA
 
@@ -40,7 +44,7 @@ OLLAMA_BASE_URL = "http://127.0.0.1:11434"
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
 RETRY_AFTER_MAX_S = 300.0  # a server asking for longer gets this; the run must end someday
-REDACTED = "[redacted]"
+REDACTED = secrets.REDACTED
 
 
 def api_key(spec: JudgeSpec, env: Mapping[str, str]) -> str | None:
@@ -73,12 +77,9 @@ def endpoint(spec: JudgeSpec) -> tuple[str, str, str]:
     return "openai", base, f"{base}/chat/completions"
 
 
-def scrub(text: str, secrets: tuple[str, ...] | list[str]) -> str:
-    """``text`` with every secret replaced by ``[redacted]``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
-    return text
+def scrub(text: str, values: tuple[str, ...] | list[str]) -> str:
+    """``text`` with every secret of ``values`` replaced by ``[redacted]``."""
+    return secrets.Scrubber(values).text(text)
 
 
 def retry_after_s(value: str | None) -> float | None:
@@ -142,6 +143,12 @@ class JudgeClient:
         self.spec = spec
         self.protocol, self.base_url, self.url = endpoint(spec)
         self._key = key
+        # Shown in messages instead of the URLs requests go to (which may hold a password).
+        self.shown_url = secrets.display_url(self.url) or ""
+        self.shown_base_url = secrets.display_url(self.base_url) or ""
+        self._secrets = secrets.Scrubber(
+            [key, *secrets.url_secrets(spec.base_url), *secrets.env_secrets(spec.env)]
+        )
         self._sleep = sleep
         self._rand = rand
         self._structured = True  # until the server refuses the schema
@@ -156,12 +163,16 @@ class JudgeClient:
         return self._requests
 
     def scrub(self, text: str) -> str:
-        return scrub(text, [self._key] if self._key else [])
+        """``text`` fit to be written or printed: the URLs without credentials, and no
+        secret value this judge has or bat knows of."""
+        text = text.replace(self.url, self.shown_url).replace(self.base_url, self.shown_base_url)
+        return secrets.scrub(self._secrets.text(text))
 
     def chat(self, system: str, user: str) -> str:
-        """The judge's reply text; a JudgeError (scrubbed) when it cannot be had."""
+        """The judge's reply text, scrubbed (it is cached and quoted in episodes); a
+        JudgeError (scrubbed) when it cannot be had."""
         try:
-            return self._chat(system, user)
+            return self.scrub(self._chat(system, user))
         except JudgeError as exc:
             raise JudgeError(self.scrub(str(exc))) from None
 

@@ -1,0 +1,175 @@
+"""Paths read from a run's files stay inside the run folder.
+
+A run folder may come from elsewhere (a colleague's archive, a CI artifact), so its
+files are input like any other: a ``models[].dir`` in run.json that is absolute, climbs
+out with ``..``, or is a symbolic link out of the run, must not make any command read
+or write outside the run. Each command is refused with exit 2 and one line naming
+run.json and the key, and no file anywhere (the run folder included) is created or
+changed. The run is a real one (the echo fixture agent), its run.json then edited.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import run_bat
+from tests.evalkit import make_project, run_dirs
+from tests.test_batcli_inputs import MODEL as BATCLI_MODEL
+from tests.test_batcli_inputs import verdict_project
+from tests.test_batcli_runs import copy_run
+
+TASKS = [
+    {"id": "a", "turns": ["hello"], "expected": {"output_must_contain": ["hello"]}},
+    {
+        "id": "b",
+        "turns": ["FAIL"],
+        "expected": {"status": "failed", "output_must_contain": ["fail"]},
+    },
+]
+CRAFTS = ["absolute", "dotdot", "symlink", "not-a-name"]
+COMMANDS = {
+    "summarize": lambda run: ["eval.summarize", "--run", str(run)],
+    "verdict": lambda run: ["eval.verdict", "--run", str(run)],
+    "judge": lambda run: ["eval.judge", "--run", str(run)],
+    "compare": lambda run: ["eval.compare", str(run), str(run)],
+    "resume": lambda run: ["eval.run", "--resume", run.name],
+}
+
+
+@pytest.fixture(scope="module")
+def finished_project(tmp_path_factory) -> Path:
+    """A project with one finished run of the echo agent (made once for the module)."""
+    base = tmp_path_factory.mktemp("finished")
+    (base / "home").mkdir()
+    project = make_project(base / "p", TASKS)
+    result = run_bat("eval.run", cwd=project, env={"HOME": str(base / "home")}, timeout=120)
+    assert result.code == 0, result.err
+    config = yaml.safe_load((project / "eval/eval.yaml").read_text())
+    config["evaluation"]["qualitative"] = True  # eval.judge gets as far as the run folder
+    config["judge"] = {"model": "j", "base_url": "http://127.0.0.1:9/v1", "max_retries": 0}
+    (project / "eval/eval.yaml").write_text(yaml.safe_dump(config))
+    return project
+
+
+@pytest.fixture
+def project(finished_project, tmp_path, home) -> Path:
+    copy = tmp_path / "p"
+    shutil.copytree(finished_project, copy, symlinks=True)
+    return copy
+
+
+def fingerprint(folder: Path) -> dict[str, str]:
+    """Every file and link under ``folder``: its content's hash, or where it points."""
+    found = {}
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = Path(root) / name
+            if path.is_symlink():
+                found[str(path)] = "-> " + os.readlink(path)
+            elif path.is_file():
+                found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def craft(run_dir: Path, outside: Path, how: str) -> None:
+    """Point run.json's ``models[0].dir`` outside the run, at a copy of the model folder."""
+    record = json.loads((run_dir / "run.json").read_text())
+    shutil.copytree(run_dir / "agent-default", outside / "m")
+    if how == "absolute":
+        record["models"][0]["dir"] = str(outside / "m")
+    elif how == "dotdot":
+        record["models"][0]["dir"] = os.path.relpath(outside / "m", run_dir)
+    elif how == "symlink":
+        (run_dir / "link").symlink_to(outside / "m", target_is_directory=True)
+        record["models"][0]["dir"] = "link"
+    else:
+        record["models"][0]["dir"] = 7
+    (run_dir / "run.json").write_text(json.dumps(record, indent=1))
+
+
+@pytest.mark.parametrize("how", CRAFTS)
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_crafted_model_dir_is_refused_and_nothing_changes(project, tmp_path, bat, how, command):
+    (run_dir,) = run_dirs(project)
+    outside = tmp_path / "outside"
+    craft(run_dir, outside, how)
+    (project / ".env").write_text("OPENAI_API_KEY=sk-unused-here\n")
+    before = fingerprint(tmp_path)
+    result = bat(*COMMANDS[command](run_dir), cwd=project)
+    assert result.code == 2, (result.out, result.err)
+    lines = result.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bat: error: "), result.err
+    assert "Traceback" not in result.err
+    assert f"{run_dir / 'run.json'}: models[0].dir" in lines[0]
+    assert fingerprint(tmp_path) == before
+
+
+def test_an_episode_folder_linked_out_of_the_run_is_refused(project, tmp_path, bat):
+    """Episodes are read (judge, verdict, report) and written back: never through a link."""
+    (run_dir,) = run_dirs(project)
+    outside = tmp_path / "outside"
+    episodes = run_dir / "agent-default" / "episodes"
+    shutil.move(episodes, outside)
+    episodes.symlink_to(outside, target_is_directory=True)
+    (project / "eval/input/tasks.json").write_text(
+        json.dumps([{**TASKS[0], "expected": {"output_must_contain": ["other"]}}, TASKS[1]])
+    )
+    (project / ".env").write_text("OPENAI_API_KEY=sk-unused-here\n")
+    report = project / "eval" / "output" / "report.html"
+    shown = report.read_text()
+    for args in (
+        ["eval.verdict", "--run", str(run_dir)],
+        ["eval.judge", "--run", str(run_dir)],
+        ["eval.plot"],
+    ):
+        before = fingerprint(outside)
+        result = bat(*args, cwd=project)
+        assert result.code == 2, (args, result.out, result.err)
+        assert result.err.startswith("bat: error: ") and "leads outside" in result.err
+        assert len(result.err.splitlines()) == 1, result.err
+        assert fingerprint(outside) == before, args
+    assert report.read_text() == shown  # no page shows the files linked in from outside
+
+
+def test_a_batcli_model_folder_linked_out_of_its_run_is_refused(tmp_path, bat, home):
+    project = verdict_project(tmp_path / "agent", change_t09=True)
+    run = copy_run(tmp_path / "runs")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.move(run / BATCLI_MODEL, outside / BATCLI_MODEL)
+    (run / BATCLI_MODEL).symlink_to(outside / BATCLI_MODEL, target_is_directory=True)
+    before = fingerprint(tmp_path)
+    for args in (["eval.verdict", "--run", str(run)], ["eval.compare", str(run), str(run)]):
+        result = bat(*args, cwd=project)
+        assert result.code == 2, (args, result.out, result.err)
+        assert result.err.startswith("bat: error: ") and "leads outside" in result.err
+        assert fingerprint(tmp_path) == before
+    # The same folder, moved back inside, is re-judged: the check refuses only links out.
+    (run / BATCLI_MODEL).unlink()
+    shutil.move(outside / BATCLI_MODEL, run / BATCLI_MODEL)
+    result = bat("eval.verdict", "--run", str(run), cwd=project)
+    assert result.code == 0, result.err
+    assert result.out.strip() == "5 verdict(s) changed"
+
+
+@pytest.mark.parametrize("dangling", [False, True], ids=["to-a-folder", "dangling"])
+def test_a_judge_cache_linked_out_of_the_run_is_refused(project, tmp_path, bat, dangling):
+    (run_dir,) = run_dirs(project)
+    outside = tmp_path / "outside-cache"
+    if not dangling:
+        outside.mkdir()
+    (run_dir / "judge-cache").symlink_to(outside, target_is_directory=True)
+    (project / ".env").write_text("OPENAI_API_KEY=sk-unused-here\n")
+    before = fingerprint(tmp_path)
+    result = bat("eval.judge", "--run", str(run_dir), cwd=project)
+    assert result.code == 2, (result.out, result.err)
+    assert result.err.startswith("bat: error: ") and "judge-cache leads outside" in result.err
+    assert fingerprint(tmp_path) == before
+    assert outside.is_dir() != dangling
