@@ -318,7 +318,7 @@ task_dicts = st.fixed_dictionaries(
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(st.lists(task_dicts, max_size=4), st.booleans(), st.sampled_from([None, 1]))
+@given(st.lists(task_dicts, max_size=5), st.booleans(), st.sampled_from([None, 1]))
 def test_checking_a_dataset_agrees_with_loading_it(tmp_path, tasks, wrapped, indent):
     """eval.show's check (no tasks kept) accepts and refuses exactly what a run's full
     read does, with the same messages, and counts the same tasks."""
@@ -328,10 +328,10 @@ def test_checking_a_dataset_agrees_with_loading_it(tmp_path, tasks, wrapped, ind
         loaded = load_dataset(path)
     except InputError as exc:
         with pytest.raises(InputError) as caught:
-            check_dataset(path)
+            check_dataset(path, chunk=2)
         assert (str(caught.value), caught.value.details) == (str(exc), exc.details)
         return
-    checked = check_dataset(path)
+    checked = check_dataset(path, chunk=2)  # small chunks: several per dataset
     assert (checked.count, checked.sha256) == (len(loaded.tasks), loaded.sha256)
     weak = [task for task in loaded.tasks if not task.expected.checks_beyond_status]
     assert checked.weak == weak

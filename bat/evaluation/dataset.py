@@ -17,15 +17,17 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     field_validator,
 )
 
@@ -215,14 +217,15 @@ class DatasetCheck:
     weak: list[TaskSpec]
 
 
-def check_dataset(path: Path, *, chunk: int = 5000) -> DatasetCheck:
+def check_dataset(path: Path, *, chunk: int = 20_000) -> DatasetCheck:
     """Validate a tasks file as :func:`load_dataset` does, keeping no task.
 
     ``bat eval.show`` only reports on a dataset; a million validated tasks take over
-    2 GB as pydantic models, so here the list is read one task at a time and validated
-    ``chunk`` tasks at a time, then let go. Memory is the file's text plus one chunk.
-    Any problem (or a shape this reader does not expect) is left to the full reader,
-    which lists every problem with its line.
+    2 GB as pydantic models, and pydantic's parse of a whole large file alone takes
+    2.5 times its size. So the list is cut into lists of ``chunk`` tasks, each
+    validated straight from its text; a valid task leaves only its id (and itself if
+    it is weak) in ``notes`` and is let go. Memory: the file's text and one chunk.
+    Any problem is left to :func:`load_dataset`, which lists every one with its line.
     """
     from bat.input_files import DATASET_LIMIT, decode, read_bytes
 
@@ -230,47 +233,34 @@ def check_dataset(path: Path, *, chunk: int = 5000) -> DatasetCheck:
         raw = read_bytes(path, limit=DATASET_LIMIT, kind="a JSON dataset")
     except FileNotFoundError:
         raise InputError(f"dataset {path} not found (bat eval.init writes an example)") from None
-    sha256 = hashlib.sha256(raw).hexdigest()
     text = decode(path, raw)
+    sha256 = hashlib.sha256(raw).hexdigest()
     del raw
-    seen: set[str] = set()
-    weak: list[TaskSpec] = []
-    count = 0
-
-    def validate(items: list[Any]) -> bool:
-        nonlocal count
-        try:
-            tasks = _task_list().validate_python(items)
-        except ValidationError:
-            return False
-        for task in tasks:
-            if task.id in seen:
-                return False
-            seen.add(task.id)
-            if not task.expected.checks_beyond_status:
-                weak.append(task)
-        count += len(tasks)
-        return True
-
+    notes: dict[str, list] = {"ids": [], "weak": []}
     try:
         with _gc_paused():
-            sound = all(validate(items) for items in _json_list_items(text, chunk))
-    except _NotAList:
+            for part in _json_list_chunks(text, chunk):
+                _task_notes().validate_json(part, context=notes)
+        ids = notes["ids"]
+        sound = bool(ids) and len(set(ids)) == len(ids)
+    except (_NotAList, ValidationError):
         sound = False
-    if not sound or count == 0:
-        # The full reader lists every problem, or reads what this one leaves to it
-        # (``{"tasks": [...]}``, an empty list).
-        dataset = load_dataset(path)
-        count = len(dataset.tasks)
-        weak = [task for task in dataset.tasks if not task.expected.checks_beyond_status]
-    return DatasetCheck(path=path, sha256=sha256, count=count, weak=weak)
+    if sound:
+        return DatasetCheck(path=path, sha256=sha256, count=len(ids), weak=notes["weak"])
+    # The full reader lists every problem, or reads what this one leaves to it
+    # (``{"tasks": [...]}``, an empty list).
+    del text, notes
+    dataset = load_dataset(path)
+    weak = [task for task in dataset.tasks if not task.expected.checks_beyond_status]
+    return DatasetCheck(path=path, sha256=dataset.sha256, count=len(dataset.tasks), weak=weak)
 
 
-def _json_list_items(text: str, size: int) -> Iterator[list[Any]]:
-    """The items of the JSON list ``text``, ``size`` at a time, each decoded on its own.
+def _json_list_chunks(text: str, size: int) -> Iterator[str]:
+    """The JSON list ``text`` cut into JSON lists of ``size`` items (the last: fewer).
 
-    Raises ``_NotAList`` (a ValueError) for anything else, invalid JSON included; the
-    caller then leaves the file to the full reader for the message.
+    The C decoder finds where each item ends (the item it builds is dropped at once).
+    Raises ``_NotAList`` for anything but one well-formed list; the caller then leaves
+    the file to the full reader, for the message.
     """
     decoder = json.JSONDecoder()
     space = re.compile(r"[ \t\n\r]*")
@@ -278,35 +268,45 @@ def _json_list_items(text: str, size: int) -> Iterator[list[Any]]:
     if not text.startswith("[", pos):
         raise _NotAList
     pos = space.match(text, pos + 1).end()
-    items: list[Any] = []
     if text.startswith("]", pos):
-        pos += 1
+        end_of_list = pos + 1  # an empty list
     else:
+        first, items = pos, 0
         while True:
             try:
-                item, pos = decoder.raw_decode(text, pos)
+                end = decoder.raw_decode(text, pos)[1]
             except (json.JSONDecodeError, RecursionError):
                 raise _NotAList from None
-            items.append(item)
-            if len(items) == size:
-                yield items
-                items = []
-            pos = space.match(text, pos).end()
-            if text.startswith(",", pos):
-                pos = space.match(text, pos + 1).end()
-            elif text.startswith("]", pos):
-                pos += 1
+            items += 1
+            pos = space.match(text, end).end()
+            if text.startswith("]", pos):
+                yield f"[{text[first:end]}]"
+                end_of_list = pos + 1
                 break
-            else:
+            if not text.startswith(",", pos):
                 raise _NotAList
-    if space.match(text, pos).end() != len(text):
+            pos = space.match(text, pos + 1).end()
+            if items == size:
+                yield f"[{text[first:end]}]"
+                first, items = pos, 0
+    if space.match(text, end_of_list).end() != len(text):
         raise _NotAList
-    if items:
-        yield items
 
 
 class _NotAList(ValueError):
     """The text is not one well-formed JSON list."""
+
+
+def _noted(task: TaskSpec, info: ValidationInfo) -> None:
+    """What :func:`check_dataset` keeps of a valid task; the task itself is dropped."""
+    info.context["ids"].append(task.id)
+    if not task.expected.checks_beyond_status:
+        info.context["weak"].append(task)
+
+
+@functools.cache
+def _task_notes() -> TypeAdapter:
+    return TypeAdapter(list[Annotated[TaskSpec, AfterValidator(_noted)]])
 
 
 def _tasks_one_by_one(path: Path, text: str) -> list[TaskSpec]:
