@@ -177,33 +177,52 @@ def load_dataset(path: Path) -> Dataset:
     """Read and validate a tasks file; every problem is listed in one ``InputError``.
 
     A dataset may hold a million tasks, so a sound file takes one pass: pydantic
-    validates the whole list straight from the bytes, with Python's cyclic garbage
-    collector paused (a million new objects would otherwise set off collections that
-    scan all of them, again and again: most of the time). Only a file with problems is
-    read again task by task, so that each problem is listed with its line.
+    validates the list straight from its JSON text (see :func:`_validated`). Only a
+    file with problems is read again task by task, so that each problem is listed with
+    its line.
     """
+    text, sha256 = _read(path)
+    tasks = _validated(text, _task_list())
+    if tasks is not None and len({task.id for task in tasks}) != len(tasks):
+        tasks = None  # duplicate ids: listed below
+    if tasks is None:
+        tasks = _tasks_one_by_one(path, text)
+    if not tasks:
+        raise InputError(f"{path} holds no tasks")
+    return Dataset(path=path, sha256=sha256, tasks=tasks)
+
+
+def _read(path: Path) -> tuple[str, str]:
+    """The text of a dataset file and the SHA-256 of its bytes (recorded in run.json)."""
     from bat.input_files import DATASET_LIMIT, decode, read_bytes
 
     try:
         raw = read_bytes(path, limit=DATASET_LIMIT, kind="a JSON dataset")
     except FileNotFoundError:
         raise InputError(f"dataset {path} not found (bat eval.init writes an example)") from None
-    decode(path, raw)  # refuses a byte that is not UTF-8 (the text itself is not kept)
-    tasks = None
-    if re.match(rb"\s*\[", raw):
+    return decode(path, raw), hashlib.sha256(raw).hexdigest()
+
+
+def _validated(
+    text: str, adapter: TypeAdapter, context: Any = None, chunk: int = 20_000
+) -> list | None:
+    """The items of the JSON list ``text`` validated by ``adapter`` (a list adapter);
+    None when anything is wrong, for the caller to list the problems.
+
+    The list is cut into lists of ``chunk`` items, each validated from its text:
+    pydantic's parse of a whole large file takes 2.5 times its size before a single
+    task is made. Python's cyclic garbage collector is paused meanwhile: a million new
+    objects would otherwise set off collections that scan all of them, again and
+    again (most of the time, measured).
+    """
+    items: list = []
+    try:
         with _gc_paused():
-            try:
-                tasks = _task_list().validate_json(raw)
-            except ValidationError:
-                tasks = None  # listed one by one below
-        if tasks is not None and len({task.id for task in tasks}) != len(tasks):
-            tasks = None  # duplicate ids: listed below too
-    if tasks is None:
-        tasks = _tasks_one_by_one(path, decode(path, raw))
-    if not tasks:
-        raise InputError(f"{path} holds no tasks")
-    sha256 = hashlib.sha256(raw).hexdigest()
-    return Dataset(path=path, sha256=sha256, tasks=tasks)
+            for part in _json_list_chunks(text, chunk):
+                items += adapter.validate_json(part, context=context)
+    except (_NotAList, ValidationError):
+        return None
+    return items
 
 
 @dataclass(frozen=True)
@@ -220,36 +239,20 @@ class DatasetCheck:
 def check_dataset(path: Path, *, chunk: int = 20_000) -> DatasetCheck:
     """Validate a tasks file as :func:`load_dataset` does, keeping no task.
 
-    ``bat eval.show`` only reports on a dataset; a million validated tasks take over
-    2 GB as pydantic models, and pydantic's parse of a whole large file alone takes
-    2.5 times its size. So the list is cut into lists of ``chunk`` tasks, each
-    validated straight from its text; a valid task leaves only its id (and itself if
-    it is weak) in ``notes`` and is let go. Memory: the file's text and one chunk.
+    ``bat eval.show`` only reports on a dataset, and a million validated tasks take
+    over 2 GB as pydantic models. Here a valid task leaves only its id (and itself if
+    it is weak) in ``notes`` and is let go: memory is the file's text and one chunk.
     Any problem is left to :func:`load_dataset`, which lists every one with its line.
     """
-    from bat.input_files import DATASET_LIMIT, decode, read_bytes
-
-    try:
-        raw = read_bytes(path, limit=DATASET_LIMIT, kind="a JSON dataset")
-    except FileNotFoundError:
-        raise InputError(f"dataset {path} not found (bat eval.init writes an example)") from None
-    text = decode(path, raw)
-    sha256 = hashlib.sha256(raw).hexdigest()
-    del raw
+    text, sha256 = _read(path)
     notes: dict[str, list] = {"ids": [], "weak": []}
-    try:
-        with _gc_paused():
-            for part in _json_list_chunks(text, chunk):
-                _task_notes().validate_json(part, context=notes)
-        ids = notes["ids"]
-        sound = bool(ids) and len(set(ids)) == len(ids)
-    except (_NotAList, ValidationError):
-        sound = False
-    if sound:
+    ids = notes["ids"]
+    valid = _validated(text, _task_notes(), notes, chunk) is not None
+    if valid and ids and len(set(ids)) == len(ids):
         return DatasetCheck(path=path, sha256=sha256, count=len(ids), weak=notes["weak"])
     # The full reader lists every problem, or reads what this one leaves to it
     # (``{"tasks": [...]}``, an empty list).
-    del text, notes
+    del text, notes, ids
     dataset = load_dataset(path)
     weak = [task for task in dataset.tasks if not task.expected.checks_beyond_status]
     return DatasetCheck(path=path, sha256=dataset.sha256, count=len(dataset.tasks), weak=weak)
