@@ -67,17 +67,28 @@ def _shown(value: Any) -> str:
     return {dict: "a mapping", list: "a list"}.get(type(value), type(value).__name__)
 
 
+def _number_hint(value: Any, example: str) -> str:
+    """A hint for text that reads as a number: quoted, or ``1e3`` (text to YAML 1.1,
+    which wants a dot and a signed exponent in a float: ``1.0e+3``)."""
+    try:
+        float(value) if isinstance(value, str) else None
+    except ValueError:
+        return ""
+    return f" (write a plain number without quotes, such as {example})" if value else ""
+
+
 def _whole_number(value: Any) -> Any:
     """A count is an integer as written: YAML's ``true`` is not 1, nor ``2.0`` or ``"2"`` 2."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"expected a whole number, got {_shown(value)}")
+        raise ValueError(f"expected a whole number, got {_shown(value)}{_number_hint(value, '3')}")
     return value
 
 
 def _seconds(value: Any) -> Any:
     """A timeout is a finite number (``.inf`` and ``.nan`` are YAML floats too)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"expected a number of seconds, got {_shown(value)}")
+        hint = _number_hint(value, "60 or 1000.0")
+        raise ValueError(f"expected a number of seconds, got {_shown(value)}{hint}")
     return value
 
 
@@ -98,9 +109,11 @@ def _text(value: Any) -> Any:
 
 def _path(value: Any) -> Any:
     """A file or folder name: text, not empty, no NUL (``Path("")`` would mean ``.``)."""
-    if isinstance(value, str) and not value.strip():
+    if not isinstance(value, str):
+        raise ValueError(f"expected a file or folder name, got {_shown(value)}")
+    if not value.strip():
         raise ValueError("expected a file or folder name, got an empty text")
-    if isinstance(value, str) and "\0" in value:
+    if "\0" in value:
         raise ValueError("contains a NUL character, which no file name can")
     return value
 
@@ -114,6 +127,15 @@ FilePath = Annotated[Path, BeforeValidator(_path)]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _defaults(value: Any) -> Any:
+    """A block written with every key commented out (``evaluation:`` alone) is YAML's
+    null: it means the defaults, as an empty ``models:`` means no models."""
+    return {} if value is None else value
+
+
+Block = BeforeValidator(_defaults)
 
 
 def _split_model(value: Any) -> Any:
@@ -288,7 +310,7 @@ class JudgeSpec(_ProviderModel):
 
     provider: Text = Field(default="openai", min_length=1)
     api_key_env: str | None = None
-    prompts: JudgePrompts = Field(default_factory=JudgePrompts)
+    prompts: Annotated[JudgePrompts, Block] = Field(default_factory=JudgePrompts)
     concurrency: Count = Field(default=16, ge=1, le=256)
     timeout_s: Seconds = 60
     max_retries: Count = Field(default=4, ge=0, le=20)
@@ -360,7 +382,7 @@ class EvaluationSection(_Strict):
     concurrency: Count = Field(default=8, ge=1, le=1024)
     turn_timeout_s: Seconds = 60
     extra_spans: list[FilePath] = Field(default_factory=list)  # span files of agents it calls
-    agent: AgentSpec = Field(default_factory=AgentSpec)
+    agent: Annotated[AgentSpec, Block] = Field(default_factory=AgentSpec)
 
     @field_validator("agent_url")
     @classmethod
@@ -398,7 +420,7 @@ class EvaluationSection(_Strict):
 class EvalConfig(_Strict):
     """The whole of ``eval/eval.yaml``."""
 
-    evaluation: EvaluationSection = Field(default_factory=EvaluationSection)
+    evaluation: Annotated[EvaluationSection, Block] = Field(default_factory=EvaluationSection)
     models: list[ModelSpec] = Field(default_factory=list)
     judge: list[JudgeSpec] = Field(default_factory=list)  # ``judge:`` holds one or several
 
