@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from pathlib import Path
 
@@ -312,3 +313,22 @@ def test_any_scalar_in_any_field_loads_as_documented_or_is_refused(tmp_path, bat
     finally:
         file.write_text(original)
     assert_nothing_started(project)
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    ["{port: '\u00b2'}", "{url: 'http://[::1'}", "{url: 'http://localhost:0'}", "{port: 0}"],
+)
+def test_a_config_endpoint_that_is_no_port_is_a_warning_not_a_traceback(
+    tmp_path, bat, home, endpoint
+):
+    """The agent's own config.yaml may hold a ${VAR} bat-adk leaves unset: its endpoint
+    is a warning (the next source gives the port), never a crash nor port 0."""
+    project = make_project(tmp_path, TASKS, config_yaml=f"endpoint: {endpoint}\n")
+    edit(project, ("evaluation", "agent_url"), ...)
+    result = bat("eval.show", "--json", cwd=project)
+    assert result.code == 0, result.err
+    assert "Traceback" not in result.err
+    said = r"(is not a port number|has port 0|has no port number): bat waits on port 9900"
+    assert re.search(said, result.err), result.err
+    assert json.loads(result.out)["agent"]["url"] == "http://127.0.0.1:9900"

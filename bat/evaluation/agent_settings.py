@@ -219,11 +219,13 @@ def _endpoint(endpoint: dict[str, Any]) -> tuple[str | None, int | None, str | N
         try:
             parts = urlsplit(url if "://" in url else f"http://{url}")
             host = parts.hostname
-            port = parts.port or None  # 0 is no port to wait on
+            port = parts.port
         except ValueError:  # "${PORT}" left literal, not a number, a broken [IPv6]
             problem = f"endpoint.url {url!r} has no port number"
+        if port == 0:  # asks the system for any free port: none bat could wait on
+            port, problem = None, f"endpoint.url {url!r} has port 0"
     value = endpoint.get("port")
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         value = int(value)
     if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536:
         port = value
