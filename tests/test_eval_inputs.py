@@ -250,3 +250,19 @@ def test_a_model_folder_cannot_be_the_judge_cache(project, bat):
     path.write_text(path.read_text() + "  - {provider: x, model: y, name: judge-cache}\n")
     result = bat("eval.show", cwd=project)
     assert result.code == 2 and "'judge-cache' is reserved" in result.err
+
+
+@pytest.mark.parametrize("where", ["eval/output", "eval/output/runs"])
+def test_output_dir_that_is_or_lies_below_a_file_is_named(project, bat, where):
+    """A file where the runs' folder should be is bad input naming the key, and no run
+    folder is begun anywhere."""
+    output = project / "eval/output"
+    output.rmdir()
+    output.write_text("not a folder")
+    yaml = project / "eval/eval.yaml"
+    yaml.write_text(yaml.read_text().replace("output_dir: eval/output", f"output_dir: {where}"))
+    result = bat("eval.run", cwd=project)
+    assert result.code == 2, result.err
+    assert result.err.startswith("bat: error: evaluation.output_dir ")
+    assert "is a file, not a folder" in result.err and "Traceback" not in result.err
+    assert output.read_text() == "not a folder"
