@@ -457,8 +457,18 @@ def http_url(value: str, example: str) -> str:
     if problem is None and any(ord(c) < 32 or ord(c) == 127 for c in value):
         problem = "contains a control character"
     if problem:
-        raise ValueError(f"{problem}, got {value!r}")
+        raise ValueError(f"{problem}, got {_shown_url(value)!r}")
     return value
+
+
+def _shown_url(value: str) -> str:
+    """``value`` for an error message: credentials out, even when it cannot be parsed."""
+    from bat.evaluation.secrets import REDACTED, display_url
+
+    shown = display_url(value)
+    if shown == REDACTED:
+        shown = re.sub(r"//[^/?#]*@", "//", value)
+    return shown
 
 
 class ResolvedConfig(BaseModel):
