@@ -37,14 +37,14 @@ class AgentName:
         """Validate ``raw`` and derive its spellings, or raise :class:`InputError`."""
         if not raw or len(raw) > _MAX_NAME or not _AGENT_NAME.fullmatch(raw):
             raise InputError(
-                f"invalid agent name {raw!r}: use 1-{_MAX_NAME} letters, digits, '-' or '_', "
+                f"invalid agent name {_shown(raw)}: use 1-{_MAX_NAME} letters, digits, '-' or '_', "
                 "starting with a letter (e.g. weather-bot)"
             )
         if raw.endswith(("-", "_")):
-            raise InputError(f"invalid agent name {raw!r}: it must not end with '-' or '_'")
+            raise InputError(f"invalid agent name {_shown(raw)}: it must not end with '-' or '_'")
         project = re.sub(r"[-_]+", "-", raw).lower()
         if project in _RESERVED_AGENT_NAMES:
-            raise InputError(f"invalid agent name {raw!r}: '{project}' is reserved")
+            raise InputError(f"invalid agent name {_shown(raw)}: '{project}' is reserved")
         words = project.split("-")
         return cls(
             raw=raw,
@@ -71,11 +71,11 @@ class ClientName:
             name = name[: -len("_client")]
         if not name or len(name) > _MAX_NAME or not _CLIENT_NAME.fullmatch(name):
             raise InputError(
-                f"invalid client name {raw!r}: use lower-case letters, digits and '_', "
+                f"invalid client name {_shown(raw)}: use lower-case letters, digits and '_', "
                 "starting with a letter (e.g. planner)"
             )
         if keyword.iskeyword(name) or name.endswith("_"):
-            raise InputError(f"invalid client name {raw!r}")
+            raise InputError(f"invalid client name {_shown(raw)}")
         class_name = "".join(part.capitalize() for part in name.split("_") if part) + "Client"
         return cls(name=name, module=f"{name}_client", class_name=class_name)
 
@@ -88,6 +88,13 @@ class ClientName:
             return cls.parse(module[: -len("_client")])
         except InputError:
             return None
+
+
+def _shown(raw: str) -> str:
+    """A name as an error message quotes it: escaped, and cut short (a name may be a
+    pasted paragraph; the message must stay one readable line)."""
+    text = repr(raw)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def parse_client_list(values: list[str] | tuple[str, ...] | str) -> list[ClientName]:
