@@ -5,12 +5,19 @@ An agent called ``Weather-Bot`` is the directory ``Weather-Bot``, the Python pro
 client called ``planner`` is ``src/llm_clients/planner_client.py`` holding
 ``PlannerClient``. Deriving all of them here keeps ``init.agent``, ``add.client`` and the
 templates in agreement.
+
+Runs are named here too, when a user names one on the command line (``--run``,
+``--resume``, ``eval.compare -a/-b``): :func:`check_run_reference` refuses what no run
+folder can be called before the name reaches the file system, so the answer is one
+clean "invalid run" instead of "File name too long" (exit 1) or a control character
+echoed raw to the terminal.
 """
 
 from __future__ import annotations
 
 import keyword
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from bat.errors import InputError
@@ -18,6 +25,7 @@ from bat.errors import InputError
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 _CLIENT_NAME = re.compile(r"[a-z][a-z0-9_]*")
 _MAX_NAME = 64
+_MAX_FOLDER_BYTES = 255  # the longest file name ext4, APFS and NTFS allow
 # A project with one of these names could not depend on bat-adk (or would shadow it).
 _RESERVED_AGENT_NAMES = {"bat", "bat-adk", "bat-cli", "src", "test", "tests"}
 
@@ -88,6 +96,27 @@ class ClientName:
             return cls.parse(module[: -len("_client")])
         except InputError:
             return None
+
+
+def check_run_reference(raw: str, source: str) -> str:
+    """``raw`` if it can name a run (an id, a folder, or RUN:MODEL), else an InputError
+    naming ``source`` (the flag or setting it came from).
+
+    Only what no folder can be called is refused: control characters (and undecodable
+    bytes), and a path part longer than a file name may be. Whether the run exists is
+    for the caller to find out.
+    """
+    bad = next((c for c in raw if unicodedata.category(c) in ("Cc", "Cs")), None)
+    if bad is not None:
+        raise InputError(
+            f"{source}: invalid run {_shown(raw)}: it holds the control character {bad!r}"
+        )
+    if any(len(part.encode("utf-8")) > _MAX_FOLDER_BYTES for part in raw.split("/")):
+        raise InputError(
+            f"{source}: invalid run {_shown(raw)}: a folder name is at most "
+            f"{_MAX_FOLDER_BYTES} bytes"
+        )
+    return raw
 
 
 def _shown(raw: str) -> str:
