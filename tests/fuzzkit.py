@@ -55,7 +55,9 @@ class Outcome:
     written_outside: list[str]
 
     def describe(self) -> str:
-        return f"exit {self.code}\n--- stderr ---\n{self.err}\n--- stdout ---\n{self.out[-2000:]}"
+        """Exit status, stderr (a traceback's last lines: where it ended) and stdout's end."""
+        err = "\n".join(self.err.splitlines()[-12:])
+        return f"exit {self.code}\n--- stderr ---\n{err}\n--- stdout ---\n{self.out[-500:]}"
 
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
@@ -193,7 +195,8 @@ def run_in_process(
                 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                     code = BatProgram().run(["bat", *argv], exit=False)
         except Hang as exc:
-            err.write(f"\nHANG: {exc}\n")
+            where = traceback.format_exc().splitlines()[-9:-1]  # where it was stopped
+            err.write("\n".join(["", *where, f"HANG: {exc}", ""]))
             code = -2
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
@@ -240,14 +243,15 @@ def changed_files(before: dict[str, str], after: dict[str, str], allowed=()) -> 
 def check_outcome(outcome: Outcome, what: str, *, accepted=(0,)) -> None:
     """The rules of the suite: exit 0 (accepted) or 2 with exactly one ``bat: error:``
     headline (only ``  - `` detail lines after it), never a traceback or a hang, and
-    nothing written outside the scratch folder."""
+    nothing written outside the scratch folder. ``accepted`` may add statuses a test
+    expects (1: the operation was tried and failed), also with one headline."""
     context = f"{what}\n{outcome.describe()}"
     assert "Traceback" not in outcome.err, context
     assert outcome.code in (*accepted, 2), context
     assert not outcome.written_outside, f"{context}\nwritten outside: {outcome.written_outside}"
     lines = outcome.err.splitlines()
     headlines = [i for i, line in enumerate(lines) if line.startswith("bat: error:")]
-    if outcome.code == 2:
+    if outcome.code != 0:
         assert len(headlines) == 1, context
         after = lines[headlines[0] + 1 :]
         assert all(line.startswith("  - ") for line in after), context
