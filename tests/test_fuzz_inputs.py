@@ -529,6 +529,18 @@ def test_client_names(base, clients):
                 compile(source.read_text(), str(source), "exec")
 
 
+@fuzz(25)
+@given(value=st.one_of(fk.weird_scalar, st.lists(fk.weird_scalar, max_size=3)))
+def test_client_names_from_settings(base, value):
+    """``init.agent.clients`` in bat.yaml, where YAML can make it any type."""
+    with scratch(base) as root:
+        (root / "project" / "bat.yaml").write_bytes(
+            fk.to_yaml({"init": {"agent": {"clients": value}}})
+        )
+        argv = ["init.agent", "fz", "--output-dir", "o"]
+        run_and_check(root, argv, f"init.agent.clients: {value!r}"[:500])
+
+
 run_names = st.one_of(
     names,
     st.sampled_from(

@@ -126,12 +126,23 @@ def _shown(raw: str) -> str:
     return text if len(text) <= 80 else text[:79] + "…"
 
 
-def parse_client_list(values: list[str] | tuple[str, ...] | str) -> list[ClientName]:
-    """``["planner,executor", "critic"]`` -> three clients, in order, without repeats."""
-    if isinstance(values, str):
+def parse_client_list(values: list[str] | tuple[str, ...] | str | None) -> list[ClientName]:
+    """``["planner,executor", "critic"]`` -> three clients, in order, without repeats.
+
+    The values may come from a configuration file (``init.agent.clients``), where YAML
+    can make them anything: what is not text is an InputError, not a TypeError.
+    """
+    if values is None:  # "clients:" left empty in a file: the default, as if unset
+        return []
+    if isinstance(values, str) or not isinstance(values, list | tuple):
         values = [values]
     clients: list[ClientName] = []
     for value in values:
+        if not isinstance(value, str):
+            raise InputError(
+                f"invalid client names {_shown(str(value))} (of type {type(value).__name__}): "
+                "give names as text, separated by commas (init.agent.clients, --clients)"
+            )
         for part in value.split(","):
             if not part.strip():
                 continue
