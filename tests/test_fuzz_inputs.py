@@ -628,8 +628,9 @@ def test_agent_json_read_by_build(base, data):
             assert all(isinstance(card.get(k, ""), str) for k in ("name", "version")), what
 
 
-class CardServer(http.server.ThreadingHTTPServer):
-    """Serves ``self.body`` at both well-known card paths; a real HTTP server on 127.0.0.1."""
+class BodyServer(http.server.ThreadingHTTPServer):
+    """Answers every GET and POST with ``self.body`` (HTTP 200, JSON): an agent's card at
+    both well-known paths, or a judge's chat completion. A real server on 127.0.0.1."""
 
     body = b"{}"
     daemon_threads = True
@@ -639,11 +640,15 @@ class CardServer(http.server.ThreadingHTTPServer):
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(server.body)))
                 self.end_headers()
                 self.wfile.write(server.body)
+
+            do_POST = do_GET
 
             def log_message(self, *args) -> None:
                 pass
@@ -657,7 +662,7 @@ class CardServer(http.server.ThreadingHTTPServer):
 
 @pytest.fixture(scope="module")
 def card_server():
-    server = CardServer()
+    server = BodyServer()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -709,7 +714,7 @@ def test_agent_card_served(base, card_server, data):
     speak, or one clean error; never a library's exception."""
     import httpx
 
-    from bat.evaluation.agent_card import fetch_card, prepare
+    from bat.evaluation.agent_card import card_answers, fetch_card, prepare
 
     start = data.draw(st.sampled_from([a2a_card, legacy_card, lambda: card_document(base)]))()
     if data.draw(st.booleans()):  # the addresses, where a mutation rarely lands by chance
@@ -717,6 +722,8 @@ def test_agent_card_served(base, card_server, data):
             if path and path[-1] == "url":
                 fk.set_at(start, path, data.draw(fk.weird_urls))
     text = maybe_bytes(data.draw, fk.to_json(fk.mutate(start, data.draw)))
+    if data.draw(st.integers(0, 9)) == 0:
+        text = fk.nested_json(data.draw(st.sampled_from([900, 5000, 100_000]))).encode()
     card_server.body = text
 
     async def read():
@@ -725,6 +732,8 @@ def test_agent_card_served(base, card_server, data):
             return prepare(card, card_server.url)
 
     what = f"agent card:\n{shown(text)}"
+    with fk.time_limit(10):  # the readiness probe while an agent starts: a yes or a no
+        assert card_answers(card_server.url) in (True, False), what
     try:
         with fk.time_limit(10):
             bindings = asyncio.run(read())
@@ -849,6 +858,35 @@ def test_refused(base, where, how, text, extra):
             if name != "BAT_EVAL_FILE":
                 assert name in outcome.err, f"the error does not name {name}: {outcome.err}"
         assert "is a directory" not in outcome.err, outcome.err
+
+
+@fuzz(200)
+@given(data=st.data(), protocol=st.sampled_from(["openai", "ollama"]))
+def test_judge_server_answers(card_server, data, protocol):
+    """What a judge server sends back, around the reply (the chat-completion envelope):
+    a reply read as above, or a JudgeError; never another exception."""
+    from bat.evaluation.config import JudgeSpec
+    from bat.evaluation.judging.client import JudgeClient
+    from bat.evaluation.judging.parse import JudgeError, parse_judgement
+
+    reply = data.draw(judge_replies())
+    message = {"role": "assistant", "content": reply}
+    if protocol == "ollama":
+        envelope = {"model": "m", "message": message, "done": True}
+    else:
+        envelope = {"id": "x", "object": "chat.completion", "choices": [{"message": message}]}
+    body = maybe_bytes(data.draw, fk.to_json(fk.mutate(envelope, data.draw, rounds=2)))
+    card_server.body = body
+    spec = JudgeSpec(provider=protocol, model="m", base_url=card_server.url, max_retries=0)
+    client = JudgeClient(spec, None, sleep=lambda seconds: None)
+    what = f"judge server answer: {shown(body)}"
+    try:
+        with fk.time_limit(10):
+            parse_judgement(client.chat("system", "user"))
+    except JudgeError as exc:
+        assert "\n" not in str(exc) and len(str(exc)) < 2000, what
+    finally:
+        client.close()
 
 
 # -- end to end through the console script --------------------------------------------

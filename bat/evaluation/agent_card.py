@@ -156,8 +156,10 @@ def card_answers(url: str, timeout_s: float = 2) -> bool:
                     return True
         except urllib.error.HTTPError:
             continue  # 404 at the new path: try the old one
-        except (OSError, ValueError):
-            return False  # nothing listens (or garbage): the other path will not differ
+        except (OSError, ValueError, RecursionError):
+            # Nothing listens, or garbage (JSON nested too deep to read included): the
+            # other path will not differ.
+            return False
     return False
 
 
