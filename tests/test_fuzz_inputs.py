@@ -839,7 +839,11 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize(("where", "how", "text", "extra"), REFUSED)
+@pytest.mark.parametrize(
+    ("where", "how", "text", "extra"),
+    REFUSED,
+    ids=[f"{(w or 'env').rsplit('/', 1)[-1]}:{(t or str(e))[:40]!r}" for w, _, t, e in REFUSED],
+)
 def test_refused(base, where, how, text, extra):
     """Each input of issue 9 that was accepted with a changed meaning, or failed with a
     traceback, is one clean refusal; a refusal naming a variable names it."""
