@@ -266,3 +266,13 @@ def test_output_dir_that_is_or_lies_below_a_file_is_named(project, bat, where):
     assert result.err.startswith("bat: error: evaluation.output_dir ")
     assert "is a file, not a folder" in result.err and "Traceback" not in result.err
     assert output.read_text() == "not a folder"
+
+
+def test_control_characters_from_a_file_are_escaped_in_errors(project, bat):
+    """An error quoting a key read from a file prints its ESC as text, so a crafted file
+    cannot drive the user's terminal."""
+    (project / "eval/bad.yaml").write_text('evaluation:\n  "k\\e[31mx": 1\n')
+    result = bat("eval.show", cwd=project, env={"BAT_EVAL_FILE": "eval/bad.yaml"})
+    assert result.code == 2
+    assert "evaluation.k\\x1b[31mx (line 2): unknown key" in result.err
+    assert "\x1b" not in result.err
