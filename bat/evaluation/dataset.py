@@ -55,6 +55,9 @@ _HIDDEN = {
     "Zp": "a paragraph separator",
 }
 _HASHED = re.compile(r".*-[0-9a-f]{8}")
+# The engine's recursion and subroutine calls, (?R) (?1) (?-1) (?&name) (?P>name), not
+# after an odd number of backslashes (``\\(?R)`` is text).
+_RECURSION = re.compile(r"(?<!\\)(?:\\\\)*\(\?(?:R|[+-]?\d+|&\w+|P>\w+)\)")
 
 
 def hidden_character(char: str) -> str | None:
@@ -252,6 +255,12 @@ def check_regex(pattern: str) -> None:
         raise ValueError(
             f"its counted repeats ({{n}}, {{m,n}}) unroll to more than {REGEX_MAX_REPEAT:,} "
             "items; use + or * for long runs"
+        )
+    call = _RECURSION.search(pattern)
+    if call:
+        raise ValueError(
+            f"{call[0]!r} calls a group or the whole pattern again; recursive patterns are "
+            "not allowed (one without progress fills the memory before it fails)"
         )
     try:
         regex.compile(pattern)

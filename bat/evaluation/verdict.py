@@ -89,6 +89,9 @@ def _regex(output: str, pattern: str) -> Check:
     except TimeoutError:
         detail = f"output_regex took over {REGEX_TIME_LIMIT_S:g} s on this output: /{pattern}/"
         return Check(name="output_regex", passed=False, detail=detail)
+    except (MemoryError, RecursionError, regex.error) as exc:  # not refused on load (old runs)
+        detail = f"output_regex could not run ({type(exc).__name__}): /{pattern}/"
+        return Check(name="output_regex", passed=False, detail=detail)
     detail = f"output: matches /{pattern}/" if ok else f"output: no match for /{pattern}/"
     return Check(name="output_regex", passed=ok, detail=detail)
 
