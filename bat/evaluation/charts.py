@@ -498,7 +498,9 @@ def chart_labels(texts: Iterable[str]) -> dict[str, str]:
     character or a non-character makes the renderer abort the whole process, so each
     is drawn as an escape (``\\x1b``). Labels are cut at ``LABEL_LIMIT`` characters here,
     not by the renderer: its own cut splits emoji in halves it cannot measure. Texts that
-    come out alike get ``#2``, ``#3`` so no two rows or runs merge.
+    come out alike get ``#2``, ``#3`` so no two rows or runs merge. A few words the
+    renderer's expression parser takes for names of its own (``if``, ``toString``) fail
+    the chart as a sort order or a colour domain: they get a trailing space.
     """
     labels: dict[str, str] = {}
     used: set[str] = set()
@@ -506,6 +508,8 @@ def chart_labels(texts: Iterable[str]) -> dict[str, str]:
         if text in labels:
             continue
         base = drawable(text)
+        if base in _RENDERER_WORDS:
+            base += " "  # looks the same, and is not taken for a name
         label, number = base, 1
         while label in used:
             number += 1
@@ -513,6 +517,27 @@ def chart_labels(texts: Iterable[str]) -> dict[str, str]:
         labels[text] = label
         used.add(label)
     return labels
+
+
+# Values the renderer (Vega's expression parser) looks up as its own names: a label equal
+# to one fails the chart with "Unrecognized signal name". Found by tests/test_task_ids.py.
+_RENDERER_WORDS = frozenset(
+    {
+        "if",
+        "constructor",
+        "hasOwnProperty",
+        "isPrototypeOf",
+        "propertyIsEnumerable",
+        "toLocaleString",
+        "toString",
+        "valueOf",
+        "__defineGetter__",
+        "__defineSetter__",
+        "__lookupGetter__",
+        "__lookupSetter__",
+        "__proto__",
+    }
+)
 
 
 def drawable(text: str, limit: int = LABEL_LIMIT) -> str:
