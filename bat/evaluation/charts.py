@@ -353,7 +353,7 @@ def read_json_object(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(f"{path} is malformed: expected a JSON object")
     if _SURROGATE_ESCAPE.search(text):
-        data = _without_surrogates(data)
+        data = without_surrogates(data)
     return data
 
 
@@ -362,14 +362,14 @@ def read_json_object(path: Path) -> dict[str, Any]:
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def _without_surrogates(value: Any) -> Any:
+def without_surrogates(value: Any) -> Any:
     """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD."""
     if isinstance(value, str):
         return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
     if isinstance(value, list):
-        return [_without_surrogates(item) for item in value]
+        return [without_surrogates(item) for item in value]
     if isinstance(value, dict):
-        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
     return value
 
 
