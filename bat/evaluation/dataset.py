@@ -11,10 +11,19 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from bat.errors import InputError
 from bat.evaluation.locate import line_index, validation_problems
@@ -25,6 +34,45 @@ STATUS_SYNONYMS = {
     "input_required": "input-required",
     "auth_required": "auth-required",
 }
+
+
+ID_MAX_LENGTH = 200  # characters (code points)
+STEM_MAX_LENGTH = 80  # characters of an id kept in its episode file name
+REGEX_TIME_LIMIT_S = 1.0  # one output_regex check, against one answer
+REGEX_MAX_LENGTH = 2000  # characters of an output_regex
+REGEX_MAX_REPEAT = 100_000  # items once counted repeats are unrolled: (?:a{100}){100} is 10,000
+_ZWJ = "\u200d"  # joins emoji into one picture (👩‍💻): allowed although invisible
+# Unicode categories a task id may not hold, and how a message calls them. Controls
+# (ESC, NUL, ...), invisible format characters (bidi overrides), lone surrogates and
+# non-characters (U+FFFE) crash or mislead the chart renderer and every table.
+_HIDDEN = {
+    "Cc": "a control character",
+    "Cf": "an invisible format character",
+    "Cs": "a lone surrogate",
+    "Co": "a private-use character",
+    "Cn": "a non-character or unassigned code point",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+}
+_HASHED = re.compile(r".*-[0-9a-f]{8}")
+# The engine's recursion and subroutine calls, (?R) (?1) (?-1) (?&name) (?P>name), not
+# after an odd number of backslashes (``\\(?R)`` is text).
+_RECURSION = re.compile(r"(?<!\\)(?:\\\\)*\(\?(?:R|[+-]?\d+|&\w+|P>\w+)\)")
+
+
+def hidden_character(char: str) -> str | None:
+    """What kind of unprintable character ``char`` is (``None`` when it is printable).
+
+    One rule for task ids on load and for every label the charts draw, so what a new
+    dataset may hold and what an old run folder is cleaned of are the same thing.
+    """
+    if char == _ZWJ:
+        return None
+    return _HIDDEN.get(unicodedata.category(char))
+
+
+def codepoint(char: str) -> str:
+    return f"U+{ord(char):04X}"
 
 
 def normalize_status(value: Any) -> Any:
@@ -83,11 +131,11 @@ class TaskExpected(_Strict):
     @field_validator("output_regex")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
+        """Checked with the engine the verdict uses (``regex``), so a pattern valid in one
+        engine and not the other cannot slip through; bounded in size because ``regex``
+        unrolls counted repeats when it compiles (``(?:a{65535}){65535}`` eats all memory)."""
         if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression: {exc}") from None
+            check_regex(value)
         return value
 
     @property
@@ -120,6 +168,22 @@ class TaskSpec(_Strict):
     expected: TaskExpected = Field(default_factory=TaskExpected)
     meta: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("id")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        """An id names files, table rows and chart labels: printable text only."""
+        for index, char in enumerate(value):
+            kind = hidden_character(char)
+            if kind is not None:
+                raise ValueError(
+                    f"character {index + 1} of the id is {codepoint(char)}, {kind}; "
+                    "a task id is printable text (letters, digits, punctuation, symbols, "
+                    "spaces)"
+                )
+        if value.strip() != value:
+            raise ValueError("a task id may not begin or end with a space")
+        return value
+
     @field_validator("turns", mode="before")
     @classmethod
     def _turn_texts(cls, value: Any) -> Any:
@@ -137,14 +201,19 @@ class TaskSpec(_Strict):
     def file_stem(self) -> str:
         """A file name for this task's episodes that cannot leave the episodes folder.
 
-        Ids are free text; anything outside ``[A-Za-z0-9._-]``, and any leading dot, is
-        replaced, and a short hash of the real id keeps two ids that sanitize alike apart.
+        A plain id (``[A-Za-z0-9._-]``, no leading dot, at most 80 characters) is its own
+        stem. Any other id is made safe and gets ``-`` and a short hash of the real id,
+        which keeps two ids that sanitize alike apart; a plain id that already ends like
+        that (``a_b-c14cddc0``) is hashed too, so it never takes the stem of another id
+        (``a/b``). Two ids share a stem only if their hashes collide, which
+        :class:`Dataset` refuses.
         """
         safe = re.sub(r"[^A-Za-z0-9._-]", "_", self.id).lstrip(".") or "task"
-        if safe == self.id and len(safe) <= 80:
+        plain = safe == self.id and len(safe) <= STEM_MAX_LENGTH
+        if plain and not _HASHED.fullmatch(safe):
             return safe
         digest = hashlib.sha256(self.id.encode()).hexdigest()[:8]
-        return f"{safe[:80]}-{digest}"
+        return f"{safe[:STEM_MAX_LENGTH]}-{digest}"
 
 
 class Dataset(BaseModel):
@@ -156,6 +225,103 @@ class Dataset(BaseModel):
 
     def task(self, task_id: str) -> TaskSpec:
         return next(task for task in self.tasks if task.id == task_id)
+
+    @model_validator(mode="after")
+    def _one_file_per_task(self) -> Dataset:
+        """No two tasks may write one episode file: one would overwrite the other and the
+        summary would lose a task. ``file_stem`` makes this a hash collision only."""
+        first: dict[str, int] = {}
+        problems = []
+        for index, task in enumerate(self.tasks):
+            earlier = first.setdefault(task.file_stem, index)
+            if earlier != index:
+                problems.append(
+                    f"{self.path}: tasks[{index}].id: {task.id!r} would share the episode "
+                    f"file name {task.file_stem!r} with tasks[{earlier}].id "
+                    f"{self.tasks[earlier].id!r}; change one of the two ids"
+                )
+        if problems:
+            raise InputError(f"{self.path} has {len(problems)} problem(s)", details=problems)
+        return self
+
+
+def check_regex(pattern: str) -> None:
+    """Raise ``ValueError`` for a pattern the verdict's engine cannot run safely."""
+    import regex
+
+    if len(pattern) > REGEX_MAX_LENGTH:
+        raise ValueError(f"a regular expression of at most {REGEX_MAX_LENGTH} characters")
+    if repeat_weight(pattern) > REGEX_MAX_REPEAT:
+        raise ValueError(
+            f"its counted repeats ({{n}}, {{m,n}}) unroll to more than {REGEX_MAX_REPEAT:,} "
+            "items; use + or * for long runs"
+        )
+    call = _RECURSION.search(pattern)
+    if call:
+        raise ValueError(
+            f"{call[0]!r} calls a group or the whole pattern again; recursive patterns are "
+            "not allowed (one without progress fills the memory before it fails)"
+        )
+    try:
+        regex.compile(pattern)
+    except regex.error as exc:
+        raise ValueError(f"not a valid regular expression: {exc}") from None
+
+
+def repeat_weight(pattern: str) -> int:
+    """How many items the engine may unroll the pattern into, estimated from above.
+
+    A rough scan, not a parser: every item counts 1, a group the sum of its items, and a
+    ``{m}``, ``{m,n}`` or ``{m,}`` multiplies the item or group before it by its largest
+    number. Escapes and ``[...]`` sets are single items. The estimate errs on the high
+    side (a ``{12}`` inside a ``(?x)`` comment counts), never on the low.
+    """
+    sums = [0]  # the weight of each open group so far
+    last = 0  # the weight of the item a quantifier would apply to
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        found = re.match(r"\{(\d*)(?:,(\d*))?\}", pattern[i:]) if char == "{" else None
+        if found and (found[1] or found[2]):
+            numbers = [int(n) for n in found.groups() if n]
+            sums[-1] += last * (max(numbers) - 1)
+            last *= max(numbers)
+            i += found.end()
+            continue
+        if char == "(":
+            sums.append(0)
+            last = 0
+            i += 1
+            continue
+        if char == ")" and len(sums) > 1:
+            last = max(sums.pop(), 1)
+            i += 1
+        elif char == "\\":
+            last, i = 1, i + 2
+        elif char == "[":
+            last, i = 1, _set_end(pattern, i)
+        else:
+            last, i = 1, i + 1
+        sums[-1] += last
+    return sum(sums)
+
+
+def _set_end(pattern: str, start: int) -> int:
+    """The index after the ``]`` closing the set that opens at ``start`` (sets may nest)."""
+    depth, i = 0, start
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            depth += 1
+        elif char == "]" and i > start + 1 and pattern[i - 1] != "[":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return i
 
 
 def load_dataset(path: Path) -> Dataset:
