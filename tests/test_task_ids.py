@@ -189,6 +189,18 @@ def test_a_lone_surrogate_in_an_old_metrics_file_still_plots(tmp_path, bat, home
     assert "half \ufffd" in " ".join(svg_texts(base / "task_heatmap.svg"))
 
 
+def test_a_lone_surrogate_in_an_old_episode_still_makes_the_report(tmp_path, bat, home):
+    """The same "\\ud800" in an episode file: report.html is written, with U+FFFD."""
+    base = tmp_path / "runs"
+    write_old_run(base / "r1", ["plain", "other"])
+    summarize_run(base / "r1", say=lambda _: None)
+    episode = next((base / "r1" / "m" / "episodes").glob("plain*.json"))
+    episode.write_text(episode.read_text().replace('"echo: hello"', '"half \\ud800"'))
+    result = bat("eval.plot", "--folder", str(base), timeout=120)
+    assert result.code == 0, result.err
+    assert "half \ufffd" in (base / "report.html").read_text(encoding="utf-8")
+
+
 # --- properties ---------------------------------------------------------------------------
 
 ANY_ID = st.text(
