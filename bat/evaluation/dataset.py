@@ -13,13 +13,15 @@ import json
 import re
 import unicodedata
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
+    Strict,
+    StrictBool,
     ValidationError,
     field_validator,
     model_validator,
@@ -87,12 +89,19 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# JSON has real numbers and booleans, so a count written `true`, `2.0` or `"3"` is a
+# mistake to report, not a value to convert (pydantic's lax mode would read it as 1, 2, 3).
+Count = Annotated[int, Strict()]
+# Keys of a turn written as an object, as chat datasets write messages.
+TURN_TEXT_KEYS = ("content", "text", "message")
+
+
 class ToolCallExpectation(_Strict):
     """A tool the agent must call: by name, with at least these arguments, at least ``times``."""
 
     name: str = Field(min_length=1)
     args_subset: dict[str, Any] = Field(default_factory=dict)
-    times: int = Field(default=1, ge=1)
+    times: Count = Field(default=1, ge=1)
 
 
 class AgentCallExpectation(_Strict):
@@ -101,7 +110,7 @@ class AgentCallExpectation(_Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     name: str = Field(min_length=1, validation_alias=AliasChoices("name", "agent"))
-    times: int = Field(default=1, ge=1)
+    times: Count = Field(default=1, ge=1)
 
 
 class TaskExpected(_Strict):
@@ -117,9 +126,9 @@ class TaskExpected(_Strict):
     output_regex: str | None = None
     tool_calls: list[ToolCallExpectation] = Field(default_factory=list)
     tool_call_order: list[str] = Field(default_factory=list)
-    max_model_calls: int | None = Field(default=None, ge=0)
-    max_tokens: int | None = Field(default=None, ge=0)
-    no_errors: bool = False
+    max_model_calls: Count | None = Field(default=None, ge=0)
+    max_tokens: Count | None = Field(default=None, ge=0)
+    no_errors: StrictBool = False
     agent_calls: list[AgentCallExpectation] = Field(default_factory=list)
     expected_outcome: str | None = None
 
@@ -160,6 +169,23 @@ class TaskExpected(_Strict):
         )
 
 
+def _turn_text(index: int, turn: dict[str, Any]) -> Any:
+    """The text of turn ``index`` written as an object, or a ValueError saying why not."""
+    keys = [key for key in TURN_TEXT_KEYS if key in turn]
+    unknown = sorted(set(turn) - {*TURN_TEXT_KEYS, "role"}, key=str)
+    if unknown:
+        names = ", ".join(repr(key)[:40] for key in unknown)
+        raise ValueError(f"turn {index}: unknown key(s) {names} (a turn has content and role)")
+    if len(keys) != 1:
+        raise ValueError(f"turn {index}: give its text under exactly one of content, text, message")
+    if turn.get("role", "user") != "user":
+        raise ValueError(
+            f"turn {index}: role {str(turn['role'])[:40]!r}: every turn is a user message "
+            "(the agent's answers are not written in the dataset)"
+        )
+    return turn[keys[0]]
+
+
 class TaskSpec(_Strict):
     """One task: an id, the user's turns in order, and the expectations."""
 
@@ -187,13 +213,15 @@ class TaskSpec(_Strict):
     @field_validator("turns", mode="before")
     @classmethod
     def _turn_texts(cls, value: Any) -> Any:
-        """A turn is a string, or a mapping with ``content`` (or ``text``/``message``)."""
+        """A turn is a string, or a mapping with ``content`` (or ``text``/``message``) and
+        perhaps ``role: user``. Anything else in it is refused rather than dropped: an
+        ``assistant`` message, or a second text, would silently change the conversation."""
         if not isinstance(value, list):
             return value
         texts = []
-        for turn in value:
+        for index, turn in enumerate(value):
             if isinstance(turn, dict):
-                turn = next((turn[k] for k in ("content", "text", "message") if k in turn), turn)
+                turn = _turn_text(index, turn)
             texts.append(turn)
         return texts
 
