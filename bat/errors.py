@@ -11,6 +11,10 @@ evaluation ran but its numbers are incomplete (``IncompleteRun``).
 
 from __future__ import annotations
 
+import re
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
 
 class BatError(Exception):
     """A failure to report to the user as one line; ``exit_code`` says which kind."""
@@ -68,15 +72,20 @@ def error_line(message: str) -> str:
     """The one line a user sees for a failure: ``bat: error: ...``, whitespace folded, and
     free of every secret bat knows of (a URL's password, a judge's key: see
     ``bat.evaluation.secrets``), whichever part of bat worded the message."""
-    from bat.evaluation.secrets import scrub
-
-    return f"bat: error: {' '.join(scrub(str(message)).split())}"
+    return f"bat: error: {_printable(message)}"
 
 
 def error_text(error: BatError) -> str:
     """The headline line, then one indented line per detail (if any)."""
+    lines = [error_line(error.message)]
+    lines += [f"  - {_printable(detail)}" for detail in error.details]
+    return "\n".join(lines)
+
+
+def _printable(text: str) -> str:
+    """``text`` scrubbed of secrets, folded onto one line, control characters escaped:
+    messages quote user input, and an ESC from a file must not drive the terminal."""
     from bat.evaluation.secrets import scrub
 
-    lines = [error_line(error.message)]
-    lines += [f"  - {' '.join(scrub(detail).split())}" for detail in error.details]
-    return "\n".join(lines)
+    folded = " ".join(scrub(str(text)).split())
+    return _CONTROL.sub(lambda match: f"\\x{ord(match[0]):02x}", folded)

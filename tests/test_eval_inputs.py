@@ -251,3 +251,63 @@ def test_a_model_folder_cannot_be_the_judge_cache(project, bat):
     path.write_text(path.read_text() + "  - {provider: x, model: y, name: judge-cache}\n")
     result = bat("eval.show", cwd=project)
     assert result.code == 2 and "'judge-cache' is reserved" in result.err
+
+
+@pytest.mark.parametrize("where", ["eval/output", "eval/output/runs"])
+def test_output_dir_that_is_or_lies_below_a_file_is_named(project, bat, where):
+    """A file where the runs' folder should be is bad input naming the key, and no run
+    folder is begun anywhere."""
+    output = project / "eval/output"
+    output.rmdir()
+    output.write_text("not a folder")
+    yaml = project / "eval/eval.yaml"
+    yaml.write_text(yaml.read_text().replace("output_dir: eval/output", f"output_dir: {where}"))
+    result = bat("eval.run", cwd=project)
+    assert result.code == 2, result.err
+    assert result.err.startswith("bat: error: evaluation.output_dir ")
+    assert "is a file, not a folder" in result.err and "Traceback" not in result.err
+    assert output.read_text() == "not a folder"
+
+
+def test_control_characters_from_a_file_are_escaped_in_errors(project, bat):
+    """An error quoting a key read from a file prints its ESC as text, so a crafted file
+    cannot drive the user's terminal."""
+    (project / "eval/bad.yaml").write_text('evaluation:\n  "k\\e[31mx": 1\n')
+    result = bat("eval.show", cwd=project, env={"BAT_EVAL_FILE": "eval/bad.yaml"})
+    assert result.code == 2
+    assert "evaluation.k\\x1b[31mx (line 2): unknown key" in result.err
+    assert "\x1b" not in result.err
+
+
+@pytest.mark.parametrize(
+    ("item", "words"),
+    [
+        ({"turns": [{"role": "assistant", "content": "x"}]}, "role 'assistant': every turn is"),
+        ({"turns": [{"content": "x", "text": "y"}]}, "exactly one of content, text, message"),
+        ({"turns": [{"content": "x", "lang": "en"}]}, "unknown key(s) 'lang'"),
+        ({"turns": ["x"], "expected": {"no_errors": "yes"}}, "expected.no_errors"),
+        ({"turns": ["x"], "expected": {"max_tokens": True}}, "expected.max_tokens"),
+        ({"turns": ["x"], "expected": {"max_model_calls": 2.0}}, "expected.max_model_calls"),
+        (
+            {"turns": ["x"], "expected": {"tool_calls": [{"name": "t", "times": True}]}},
+            "expected.tool_calls[0].times",
+        ),
+    ],
+)
+def test_tasks_json_values_are_not_bent_into_shape(project, bat, item, words):
+    """A turn object or a value of the wrong kind is refused, not read as something else
+    (an assistant message sent as the user's, `true` counted as 1)."""
+    (project / "eval/input/tasks.json").write_text(json.dumps([{"id": "t1", **item}]))
+    result = bat("eval.show", cwd=project)
+    assert result.code == 2, result.out
+    assert "[0]." in result.err and words in result.err
+    assert "Traceback" not in result.err
+
+
+def test_turn_objects_of_user_messages_are_read(tmp_path):
+    from bat.evaluation.dataset import load_dataset
+
+    turns = [{"role": "user", "content": "one"}, {"text": "two"}, {"message": "three"}, "four"]
+    (tmp_path / "tasks.json").write_text(json.dumps([{"id": "t1", "turns": turns}]))
+    dataset = load_dataset(tmp_path / "tasks.json")
+    assert dataset.tasks[0].turns == ["one", "two", "three", "four"]

@@ -16,6 +16,7 @@ import json
 import os
 import stat
 
+import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
@@ -202,6 +203,22 @@ def test_console_error_naming_an_agent_url_shows_no_password(tmp_path, bat, home
     everything += "".join(written_files(project / "eval" / "output").values())
     assert "agent-url-pass-9" not in everything and "judge-url-pass-8" not in everything
     assert "auser" not in everything and "juser" not in everything
+
+
+@pytest.mark.parametrize(
+    "url", ["http://auser:bad-url-pass-7@127.0.0.1:0", "http://auser:bad-url-pass-7@[x:1/v1"]
+)
+def test_an_invalid_url_is_refused_without_its_password(tmp_path, bat, home, url):
+    """The error that quotes a bad agent_url or base_url leaves its credentials out."""
+    project = make_project(tmp_path, "tool_tasks.json", start=False)
+    config = yaml.safe_load((project / "eval/eval.yaml").read_text())
+    config["evaluation"]["agent_url"] = url
+    config["judge"] = {"model": "j", "base_url": url}
+    (project / "eval/eval.yaml").write_text(yaml.safe_dump(config))
+    result = bat("eval.show", cwd=project)
+    assert result.code == 2, result.err
+    assert result.err.count("agent_url") == 1 and "judge.base_url" in result.err
+    assert "bad-url-pass-7" not in result.err and "auser" not in result.err
 
 
 # --- the two tools, on their own ------------------------------------------------------------

@@ -38,6 +38,21 @@ DEFAULT_PORT = 9900  # bat-adk's A2A_APPLICATION_DEFAULT_PORT
 PRIVACY_LEVELS = ["none", "content", "names", "full"]
 _FLOOR = re.compile(r"telemetry_privacy_floor\s*=\s*['\"](\w+)['\"]")
 _BAT_ADK = re.compile(r"""["']bat[-_]adk\b""", re.IGNORECASE)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def port_problem(value: object) -> str | None:
+    """What is wrong with a port written in a file (a number or its digits), or None.
+
+    Only ASCII digits count (``"²".isdigit()`` is true but ``int("²")`` fails), and 0 is
+    not a port to wait on: it asks the system for any free one, which bat cannot know.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return f"{value!r} is not a port number (1-65535)"
+    text = str(value).strip()
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 65536:
+        return f"{text!r} is not a port number (1-65535)"
+    return None
 
 
 @dataclass
@@ -169,14 +184,24 @@ def agent_address(
     127.0.0.1. bat-adk binds every interface, and an agent bat starts runs on this machine
     whatever name (``localhost``, a public one) its card advertises; ``localhost`` may
     resolve to ``::1`` first, where such an agent does not listen. ``names`` say where
-    ``agent_env`` and ``dotenv`` come from, in the returned source.
+    ``agent_env`` and ``dotenv`` come from, in the returned source and in errors.
+
+    Every ``PORT`` written there must be a port, even one that another source overrides:
+    the agent started by hand reads it. An empty one counts as unset.
     """
     port, source = None, "the default port"
     if settings is not None and settings.endpoint_port is not None:
         port, source = settings.endpoint_port, settings.endpoint_source
     for values, name in zip((agent_env or {}, dotenv), names, strict=True):
         value = values.get("PORT", "").strip()
-        if port is None and value.isdigit() and 0 < int(value) < 65536:
+        if not value:
+            continue
+        problem = port_problem(value)
+        if problem:
+            line = dotenv_line(Path(name), "PORT")
+            where = f" (line {line})" if line else ""
+            raise InputError(f"{name}: PORT{where}: {problem}")
+        if port is None:
             port, source = int(value), f"{name}: PORT"
     host = settings.endpoint_host if settings else None
     if not (host and re.fullmatch(r"127(\.\d{1,3}){3}", host)):
@@ -191,14 +216,16 @@ def _endpoint(endpoint: dict[str, Any]) -> tuple[str | None, int | None, str | N
     host = port = problem = None
     url = endpoint.get("url")
     if isinstance(url, str) and url.strip():
-        parts = urlsplit(url if "://" in url else f"http://{url}")
-        host = parts.hostname
         try:
+            parts = urlsplit(url if "://" in url else f"http://{url}")
+            host = parts.hostname
             port = parts.port
-        except ValueError:  # "${PORT}" left literal, or not a number
+        except ValueError:  # "${PORT}" left literal, not a number, a broken [IPv6]
             problem = f"endpoint.url {url!r} has no port number"
+        if port == 0:  # asks the system for any free port: none bat could wait on
+            port, problem = None, f"endpoint.url {url!r} has port 0"
     value = endpoint.get("port")
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         value = int(value)
     if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536:
         port = value
@@ -255,24 +282,49 @@ def _privacy_floor(root: Path) -> tuple[str, Path] | None:
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
-    """``KEY=value`` pairs of a .env file (quotes and ``export`` handled; comments skipped)."""
+    """``KEY=value`` pairs of a .env file (quotes and ``export`` handled; comments skipped).
+
+    Its values become the agent's environment, so a name that is not a variable name, or
+    a NUL character, is an error naming the line: a process cannot be started with it.
+    """
     values: dict[str, str] = {}
     try:
         lines = _text(path).splitlines()
     except OSError:
         return values
-    for line in lines:
+    for number, line in enumerate(lines, start=1):
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
         key, _, value = line.removeprefix("export ").partition("=")
-        value = value.strip()
+        key, value = key.strip(), value.strip()
+        if not _ENV_NAME.fullmatch(key):
+            raise InputError(
+                f"{path}: {key[:40]!r} (line {number}): not a variable name (letters, digits, _)"
+            )
+        if "\0" in value:
+            raise InputError(f"{path}: {key} (line {number}): the value contains a NUL character")
         if value[:1] in ("'", '"') and value.count(value[0]) >= 2:
             value = value[1 : value.index(value[0], 1)]
         else:
             value = re.split(r"\s+#", value, maxsplit=1)[0].strip()
-        values[key.strip()] = value
+        values[key] = value
     return values
+
+
+def dotenv_line(path: Path, key: str) -> int | None:
+    """The line of ``path`` (a .env file) that sets ``key`` last, for a message; None if
+    there is no such file or line."""
+    found = None
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for number, line in enumerate(lines, start=1):
+        name = line.strip().removeprefix("export ").partition("=")[0].strip()
+        if name == key and "=" in line:
+            found = number
+    return found
 
 
 def write_config_copy(settings: AgentSettings, target: Path, spans_file: Path) -> Path | None:

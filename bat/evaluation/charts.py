@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.atomic import write_bytes_atomic, write_text_atomic
-from bat.errors import InputError, OperationError
+from bat.errors import InputError
 
 METRICS_FILE = "metrics.json"
 SUMMARY_FILE = "summary.json"
@@ -72,7 +73,7 @@ PALETTE = (
     "#d7b5a6",
     "#79706e",
 )
-LABEL_LIMIT = 320  # pixels of an axis label before it is cut with an ellipsis
+LABEL_LIMIT = 60  # characters of a label drawn in a chart; a longer one is cut with "…"
 
 
 # --- runs -------------------------------------------------------------------------------
@@ -102,6 +103,7 @@ class Run:
     summary_file: dict[str, Any] | None
     label: str = ""
     index: int = 0
+    chart_label: str = ""  # the label as drawn (see chart_labels)
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -342,14 +344,33 @@ def _load_run(path: Path) -> Run:
 def read_json_object(path: Path) -> dict[str, Any]:
     """A JSON file holding an object; any other content is an :class:`InputError`."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
     except OSError as exc:
         raise InputError(f"{path} cannot be read: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise InputError(f"{path} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise InputError(f"{path} is malformed: expected a JSON object")
+    if _SURROGATE_ESCAPE.search(text):
+        data = without_surrogates(data)
     return data
+
+
+# JSON may spell half of a UTF-16 pair alone ("\ud800"); Python then holds a string that
+# cannot be written as UTF-8 at all, so no label, table or file could be made of it.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def without_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [without_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def task_order(runs: Iterable[Run]) -> list[str]:
@@ -447,6 +468,9 @@ def build_charts(runs: list[Run], task_filter: str | None = None) -> ChartSet:
     import altair as alt
 
     result = ChartSet()
+    drawn = chart_labels(run.label for run in runs)
+    for run in runs:
+        run.chart_label = drawn[run.label]
     makers = (
         ("pass_rate", _pass_rate_chart),
         ("task_heatmap", _heatmap_chart),
@@ -466,13 +490,80 @@ def build_charts(runs: list[Run], task_filter: str | None = None) -> ChartSet:
     return result
 
 
+def chart_labels(texts: Iterable[str]) -> dict[str, str]:
+    """A label the renderer can draw for each text, distinct for distinct texts.
+
+    Task ids, model names, run ids and judge dimensions come from files of any age (old
+    run folders, bat-cli's) that never went through today's checks on load; a control
+    character or a non-character makes the renderer abort the whole process, so each
+    is drawn as an escape (``\\x1b``). Labels are cut at ``LABEL_LIMIT`` characters here,
+    not by the renderer: its own cut splits emoji in halves it cannot measure. Texts that
+    come out alike get ``#2``, ``#3`` so no two rows or runs merge. A few words the
+    renderer's expression parser takes for names of its own (``if``, ``toString``) fail
+    the chart as a sort order or a colour domain: they get a trailing space.
+    """
+    labels: dict[str, str] = {}
+    used: set[str] = set()
+    for text in texts:
+        if text in labels:
+            continue
+        base = drawable(text)
+        if base in _RENDERER_WORDS:
+            base += " "  # looks the same, and is not taken for a name
+        label, number = base, 1
+        while label in used:
+            number += 1
+            label = f"{base} #{number}"
+        labels[text] = label
+        used.add(label)
+    return labels
+
+
+# Values the renderer (Vega's expression parser) looks up as its own names: a label equal
+# to one fails the chart with "Unrecognized signal name". Found by tests/test_task_ids.py.
+_RENDERER_WORDS = frozenset(
+    {
+        "if",
+        "constructor",
+        "hasOwnProperty",
+        "isPrototypeOf",
+        "propertyIsEnumerable",
+        "toLocaleString",
+        "toString",
+        "valueOf",
+        "__defineGetter__",
+        "__defineSetter__",
+        "__lookupGetter__",
+        "__lookupSetter__",
+        "__proto__",
+    }
+)
+
+
+def drawable(text: str, limit: int = LABEL_LIMIT) -> str:
+    """``text`` with every unprintable character escaped, at most ``limit`` long."""
+    from bat.evaluation.dataset import hidden_character
+
+    out = "".join(_escape(char) if hidden_character(char) else char for char in str(text))
+    if len(out) > limit:
+        out = out[: limit - 1] + "…"
+    return out or "(empty)"
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def _run_axis(alt: Any, runs: list[Run], channel: str = "Y") -> Any:
     encoder = getattr(alt, channel)
     return encoder(
         "run:N",
-        sort=[run.label for run in runs],
+        sort=[run.chart_label for run in runs],
         title=None,
-        axis=alt.Axis(labelLimit=LABEL_LIMIT),
+        axis=alt.Axis(labelLimit=0),
     )
 
 
@@ -480,14 +571,16 @@ def _run_colors(alt: Any, runs: list[Run], legend: Any = None) -> Any:
     return alt.Color(
         "run:N",
         title="run",
-        sort=[run.label for run in runs],
-        scale=alt.Scale(domain=[run.label for run in runs], range=[run.color for run in runs]),
+        sort=[run.chart_label for run in runs],
+        scale=alt.Scale(
+            domain=[run.chart_label for run in runs], range=[run.color for run in runs]
+        ),
         legend=legend,
     )
 
 
 def _legend(alt: Any) -> Any:
-    return alt.Legend(orient="bottom", direction="vertical", labelLimit=2 * LABEL_LIMIT)
+    return alt.Legend(orient="bottom", direction="vertical", labelLimit=0)
 
 
 def _pass_rate_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
@@ -496,7 +589,7 @@ def _pass_rate_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
         rate, interval = run.pass_rate(), run.pass_rate_ci95()
         low, high = interval if interval else (None, None)
         text = "no episodes" if rate is None else f"{rate:.0%} ({run.passed()}/{run.episodes()})"
-        rows.append({"run": run.label, "rate": rate, "low": low, "high": high, "text": text})
+        rows.append({"run": run.chart_label, "rate": rate, "low": low, "high": high, "text": text})
     base = alt.Chart(alt.Data(values=rows))
     y = _run_axis(alt, runs)
     x = alt.X(
@@ -523,15 +616,15 @@ def _heatmap_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
         return "no run has an episode"
     if not tasks:
         return f"no task id contains {task_filter!r}"
-    keep = set(tasks)
+    names = chart_labels(tasks)
     rows = []
     for run in runs:
         for task_id, count in run.tasks().items():
-            if task_id in keep and count.attempts:
+            if task_id in names and count.attempts:
                 rows.append(
                     {
-                        "run": run.label,
-                        "task": task_id,
+                        "run": run.chart_label,
+                        "task": names[task_id],
                         "rate": count.rate,
                         "text": f"{count.passed}/{count.attempts}",
                     }
@@ -539,11 +632,11 @@ def _heatmap_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X(
             "run:N",
-            sort=[run.label for run in runs],
+            sort=[run.chart_label for run in runs],
             title=None,
-            axis=alt.Axis(orient="top", labelAngle=-35, labelLimit=LABEL_LIMIT),
+            axis=alt.Axis(orient="top", labelAngle=-35, labelLimit=0),
         ),
-        y=alt.Y("task:N", sort=tasks, title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)),
+        y=alt.Y("task:N", sort=[names[t] for t in tasks], title=None, axis=alt.Axis(labelLimit=0)),
     )
     cells = base.mark_rect(stroke="white", strokeWidth=1).encode(
         color=alt.Color(
@@ -562,7 +655,7 @@ def _heatmap_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
     )
     title = "Pass rate per task"
     if task_filter:
-        title += f" (task ids containing {task_filter!r}: {len(tasks)})"
+        title += f" (task ids containing {drawable(repr(task_filter))}: {len(tasks)})"
     chart = (cells + counts).properties(width=alt.Step(64), height=alt.Step(20))
     return title, chart
 
@@ -573,7 +666,7 @@ def _pass_hat_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
         points = run.pass_hat_curve()
         if points:
             with_data.append(run)
-        rows += [{"run": run.label, "k": k, "value": value} for k, value in points]
+        rows += [{"run": run.chart_label, "k": k, "value": value} for k, value in points]
     if not rows:
         return "no run has a judged attempt (one that is not an infrastructure failure)"
     most = max(row["k"] for row in rows)
@@ -602,7 +695,9 @@ def _pass_hat_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
 
 
 def _latency_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
-    rows = [{"run": run.label, "seconds": value} for run in runs for value in run.wall_times()]
+    rows = [
+        {"run": run.chart_label, "seconds": value} for run in runs for value in run.wall_times()
+    ]
     if not rows:
         return "no episode has a wall time"
     chart = (
@@ -623,8 +718,10 @@ def _tokens_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
     for run in runs:
         means = run.tokens_per_episode()
         if means is not None:
-            rows.append({"run": run.label, "kind": "prompt", "order": 0, "tokens": means[0]})
-            rows.append({"run": run.label, "kind": "completion", "order": 1, "tokens": means[1]})
+            rows.append({"run": run.chart_label, "kind": "prompt", "order": 0, "tokens": means[0]})
+            rows.append(
+                {"run": run.chart_label, "kind": "completion", "order": 1, "tokens": means[1]}
+            )
     if not rows:
         return "no run has episodes"
     chart = (
@@ -655,13 +752,17 @@ def _judge_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
         for dimension, stats in judged.items():
             if dimension not in dimensions:
                 dimensions.append(dimension)
-            rows.append({"run": run.label, "dimension": dimension, **stats})
+            rows.append({"run": run.chart_label, "dimension": dimension, **stats})
     if not rows:
         return "no run has judge scores"
     dimensions = [d for d in dimensions if any(row["dimension"] == d for row in rows)]
+    names = chart_labels(dimensions)
+    for row in rows:
+        row["dimension"] = names[row["dimension"]]
+    dimensions = [names[d] for d in dimensions]
     base = alt.Chart(alt.Data(values=rows)).encode(
-        y=alt.Y("dimension:N", sort=dimensions, title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT)),
-        yOffset=alt.YOffset("run:N", sort=[run.label for run in with_data]),
+        y=alt.Y("dimension:N", sort=dimensions, title=None, axis=alt.Axis(labelLimit=0)),
+        yOffset=alt.YOffset("run:N", sort=[run.chart_label for run in with_data]),
     )
     bars = base.mark_bar().encode(
         x=alt.X("mean:Q", title="judge score: mean (bar), min to max (line)"),
@@ -676,17 +777,31 @@ def _judge_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
 # --- rendering and writing --------------------------------------------------------------
 
 
-def render(charts: list[Chart]) -> None:
-    """SVG and PNG of every chart, all by one in-process vl-convert converter."""
+def render(chart_set: ChartSet) -> None:
+    """SVG and PNG of every chart, all by one in-process vl-convert converter.
+
+    A chart the converter fails on is moved to the skipped ones with the first line of
+    its error (the rest is a JavaScript stack): the other charts and the report are
+    still written.
+    """
     import vl_convert as vlc
 
     version = _vegalite_version(vlc)
-    for chart in charts:
+    for chart in list(chart_set.charts):
         try:
             chart.svg = vlc.vegalite_to_svg(chart.spec, vl_version=version, allowed_base_urls=[])
             chart.png = vlc.svg_to_png(chart.svg, scale=PNG_SCALE)
         except Exception as exc:  # the converter raises plain ValueError/RuntimeError
-            raise OperationError(f"the {chart.name} chart cannot be rendered: {exc}") from None
+            chart_set.charts.remove(chart)
+            chart_set.skipped[chart.name] = f"it could not be rendered: {_first_line(exc)}"
+
+
+def _first_line(error: Exception) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    first = lines[0] if lines else type(error).__name__
+    if first.endswith(":") and len(lines) > 1:  # "conversion failed:" then the reason
+        first += " " + lines[1]
+    return drawable(first, limit=300)
 
 
 def _vegalite_version(vlc: Any) -> str | None:
@@ -715,7 +830,7 @@ def plot_folder(folder: Path, task_filter: str | None = None) -> PlotResult:
     runs = find_runs(folder)
     task_filter = task_filter or None
     chart_set = build_charts(runs, task_filter)
-    render(chart_set.charts)
+    render(chart_set)
     result = PlotResult(runs=runs)
     for chart in chart_set.charts:
         svg_path, png_path = folder / f"{chart.name}.svg", folder / f"{chart.name}.png"

@@ -9,6 +9,13 @@ here is accepted with a warning naming it, never silently. Unknown keys are erro
 typo cannot silently fall back to a default. Every problem of a file is reported at
 once, each with its key path and line, in the words of the file (never a class name).
 
+Values mean what they say, so nothing is coerced where a YAML user could be surprised:
+a count is a whole number (``k: true`` is not 1, ``k: 2.0`` is not 2), a flag is
+``true`` or ``false`` (not the text ``"yes"``), a timeout is a finite number of seconds
+above 0 and at most a day (not ``.inf``), a port is 1-65535, and text handed to a
+process (env maps, the command, the model names) holds no NUL character, which no
+process environment or argument can carry.
+
 ``${VAR}`` and ``${VAR:-default}`` in ``agent_url``, ``base_url`` and the ``env`` maps are
 replaced from the shell, then the agent's ``.env`` (``variables``).
 """
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -35,6 +43,7 @@ from pydantic import (
 )
 
 from bat.errors import InputError
+from bat.evaluation.agent_settings import port_problem
 from bat.evaluation.locate import dotted, line_index, validation_problems
 from bat.evaluation.variables import UnsetVariable, expand
 
@@ -43,10 +52,90 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # Names a model's folder cannot have: the run's own folders beside the models'.
 RESERVED_DIRS = {"agent-default", "judge-cache"}
+# The longest wait a timeout may ask for. Longer is a typo, and timers refuse huge values.
+MAX_SECONDS = 86_400
+
+
+def _shown(value: Any) -> str:
+    """How a YAML value is named in a message: ``true``, ``the text 'yes'``, ``a list``."""
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "nothing"}[value]
+    if isinstance(value, str):
+        return f"the text {value[:40]!r}"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    return {dict: "a mapping", list: "a list"}.get(type(value), type(value).__name__)
+
+
+def _number_hint(value: Any, example: str) -> str:
+    """A hint for text that reads as a number: quoted, or ``1e3`` (text to YAML 1.1,
+    which wants a dot and a signed exponent in a float: ``1.0e+3``)."""
+    try:
+        float(value) if isinstance(value, str) else None
+    except ValueError:
+        return ""
+    return f" (write a plain number without quotes, such as {example})" if value else ""
+
+
+def _whole_number(value: Any) -> Any:
+    """A count is an integer as written: YAML's ``true`` is not 1, nor ``2.0`` or ``"2"`` 2."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"expected a whole number, got {_shown(value)}{_number_hint(value, '3')}")
+    return value
+
+
+def _seconds(value: Any) -> Any:
+    """A timeout is a finite number (``.inf`` and ``.nan`` are YAML floats too)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        hint = _number_hint(value, "60 or 1000.0")
+        raise ValueError(f"expected a number of seconds, got {_shown(value)}{hint}")
+    return value
+
+
+def _true_or_false(value: Any) -> Any:
+    """A flag is YAML's true or false; the quoted text ``"yes"`` or ``"false"`` is not one
+    (the text ``"false"`` would read as true in most languages)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {_shown(value)}")
+    return value
+
+
+def _text(value: Any) -> Any:
+    """Text that a process will get (an argument, an environment value): no NUL in it."""
+    if isinstance(value, str) and "\0" in value:
+        raise ValueError("contains a NUL character, which no process can be given")
+    return value
+
+
+def _path(value: Any) -> Any:
+    """A file or folder name: text, not empty, no NUL (``Path("")`` would mean ``.``)."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a file or folder name, got {_shown(value)}")
+    if not value.strip():
+        raise ValueError("expected a file or folder name, got an empty text")
+    if "\0" in value:
+        raise ValueError("contains a NUL character, which no file name can")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_whole_number)]
+Seconds = Annotated[float, BeforeValidator(_seconds), Field(gt=0, le=MAX_SECONDS)]
+Flag = Annotated[bool, BeforeValidator(_true_or_false)]
+Text = Annotated[str, BeforeValidator(_text)]
+FilePath = Annotated[Path, BeforeValidator(_path)]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _defaults(value: Any) -> Any:
+    """A block written with every key commented out (``evaluation:`` alone) is YAML's
+    null: it means the defaults, as an empty ``models:`` means no models."""
+    return {} if value is None else value
+
+
+Block = BeforeValidator(_defaults)
 
 
 def _split_model(value: Any) -> Any:
@@ -64,7 +153,8 @@ def env_map(value: Any) -> Any:
 
     bat-cli accepted ``PORT: 9431`` and ``DEBUG: true``; they mean ``"9431"`` and
     ``"true"`` (YAML's booleans written the way shells and .env files write them), and
-    ``null`` means the empty string. Names must be valid variable names.
+    ``null`` means the empty string. Names must be valid variable names, and no value may
+    hold a NUL character (a process environment cannot: it ends the value there).
     """
     if value is None:
         return {}
@@ -80,6 +170,8 @@ def env_map(value: Any) -> Any:
             item = ""
         elif isinstance(item, int | float):
             item = str(item)
+        if isinstance(item, str) and "\0" in item:
+            raise ValueError(f"the value of {key} contains a NUL character")
         out[key] = item
     return out
 
@@ -90,14 +182,19 @@ EnvMap = Annotated[dict[str, str], BeforeValidator(env_map)]
 class _ProviderModel(_Strict):
     """A model at a provider, written as a mapping or as ``"provider:model"``."""
 
-    provider: str = Field(min_length=1)
-    model: str = Field(min_length=1)
+    provider: Text = Field(min_length=1)
+    model: Text = Field(min_length=1)
     base_url: str | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _from_string(cls, value: Any) -> Any:
         return _split_model(value)
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        return None if value is None else http_url(value, "http://127.0.0.1:8000/v1")
 
     @property
     def label(self) -> str:
@@ -113,6 +210,18 @@ class ModelSpec(_ProviderModel):
 
     name: str | None = None
     env: EnvMap = Field(default_factory=dict)
+
+    @field_validator("env")
+    @classmethod
+    def _no_port(cls, value: dict[str, str]) -> dict[str, str]:
+        """bat starts the agent with PORT where it waits for it, so PORT here would be
+        silently replaced."""
+        if "PORT" in value:
+            raise ValueError(
+                "PORT cannot be set per model: bat starts the agent on the port of "
+                "evaluation.agent_url (or PORT in evaluation.agent.env)"
+            )
+        return value
 
     @field_validator("name")
     @classmethod
@@ -151,6 +260,14 @@ def _prompt(*names: str) -> Any:
     return Field(default=None, max_length=MAX_PROMPT_CHARS, validation_alias=AliasChoices(*names))
 
 
+_PROMPT_NAMES = (
+    ("response_relevance", "relevance"),
+    ("task_completion_quality", "task_completion"),
+    ("hallucination_score", "hallucination"),
+    ("tool_call_appropriateness", "tool_call"),
+)
+
+
 class JudgePrompts(_Strict):
     """Agent-specific instructions added to the rubric of each dimension.
 
@@ -159,6 +276,18 @@ class JudgePrompts(_Strict):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_name_each(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            pairs = [
+                (ours, theirs) for ours, theirs in _PROMPT_NAMES if {ours, theirs} <= value.keys()
+            ]
+            if pairs:
+                both = ", ".join(f"{ours} or {theirs}" for ours, theirs in pairs)
+                raise ValueError(f"set {both} (the same prompt), not both")
+        return value
 
     response_relevance: str | None = _prompt("response_relevance", "relevance")
     task_completion_quality: str | None = _prompt("task_completion_quality", "task_completion")
@@ -179,13 +308,13 @@ class JudgeSpec(_ProviderModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    provider: str = Field(default="openai", min_length=1)
+    provider: Text = Field(default="openai", min_length=1)
     api_key_env: str | None = None
-    prompts: JudgePrompts = Field(default_factory=JudgePrompts)
-    concurrency: int = Field(default=16, ge=1, le=256)
-    timeout_s: float = Field(default=60, gt=0)
-    max_retries: int = Field(default=4, ge=0, le=20)
-    budget_chars: int = Field(
+    prompts: Annotated[JudgePrompts, Block] = Field(default_factory=JudgePrompts)
+    concurrency: Count = Field(default=16, ge=1, le=256)
+    timeout_s: Seconds = 60
+    max_retries: Count = Field(default=4, ge=0, le=20)
+    budget_chars: Count = Field(
         default=12000,
         ge=500,
         le=1_000_000,
@@ -193,6 +322,13 @@ class JudgeSpec(_ProviderModel):
     )
     mode: Literal["full", "outcome"] = "full"
     env: EnvMap = Field(default_factory=dict)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _variable_name(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.fullmatch(value):
+            raise ValueError(f"{value[:40]!r} is not a variable name (letters, digits, _)")
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -205,41 +341,68 @@ class JudgeSpec(_ProviderModel):
 class AgentSpec(_Strict):
     """How the agent under test is started, or that it is already running."""
 
-    start: bool = True
-    command: str = Field(default="uv run .", min_length=1)
-    root: Path = Path(".")
+    start: Flag = True
+    command: Text = Field(default="uv run .", min_length=1)
+    root: FilePath = Path(".")
     env: EnvMap = Field(default_factory=dict)
-    spans_file: Path | None = None  # spans of an agent that is already running (start: false)
-    max_restarts: int = Field(default=20, ge=0, le=1000)  # per model, when the agent dies
+    spans_file: FilePath | None = None  # spans of an agent already running (start: false)
+    max_restarts: Count = Field(default=20, ge=0, le=1000)  # per model, when the agent dies
+
+    @field_validator("env")
+    @classmethod
+    def _port(cls, value: dict[str, str]) -> dict[str, str]:
+        """``PORT`` here is where bat waits for the agent: it must be a port (or empty)."""
+        port = value.get("PORT", "")
+        problem = port_problem(port) if port.strip() else None
+        if problem:
+            raise ValueError(f"PORT: {problem}")
+        return value
+
+    @model_validator(mode="after")
+    def _spans_of_a_running_agent(self) -> AgentSpec:
+        if self.start and self.spans_file is not None:
+            raise ValueError(
+                "spans_file is for an agent bat does not start (start: false); an agent "
+                "bat starts writes its spans into the run folder"
+            )
+        return self
 
 
 class EvaluationSection(_Strict):
     """The ``evaluation:`` block."""
 
     run_name: str | None = Field(default=None, min_length=1, max_length=100)
-    dataset: Path = Path("eval/input/tasks.json")
-    output_dir: Path = Path("eval/output")
+    dataset: FilePath = Path("eval/input/tasks.json")
+    output_dir: FilePath = Path("eval/output")
     agent_url: str | None = None
-    agent_startup_timeout_s: float = Field(default=60, gt=0)
-    agent_shutdown_timeout_s: float = Field(default=10, gt=0)
-    k: int = Field(default=1, ge=1, le=1000)
-    qualitative: bool = False
-    concurrency: int = Field(default=8, ge=1, le=1024)
-    turn_timeout_s: float = Field(default=60, gt=0)
-    extra_spans: list[Path] = Field(default_factory=list)  # span files of agents it calls
-    agent: AgentSpec = Field(default_factory=AgentSpec)
+    agent_startup_timeout_s: Seconds = 60
+    agent_shutdown_timeout_s: Seconds = 10
+    k: Count = Field(default=1, ge=1, le=1000)
+    qualitative: Flag = False
+    concurrency: Count = Field(default=8, ge=1, le=1024)
+    turn_timeout_s: Seconds = 60
+    extra_spans: list[FilePath] = Field(default_factory=list)  # span files of agents it calls
+    agent: Annotated[AgentSpec, Block] = Field(default_factory=AgentSpec)
 
     @field_validator("agent_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(
-                f"expected an http(s) URL such as http://127.0.0.1:9900, got {value!r}"
-            )
-        return value.rstrip("/")
+        return None if value is None else http_url(value, "http://127.0.0.1:9900").rstrip("/")
+
+    @model_validator(mode="after")
+    def _one_port(self) -> EvaluationSection:
+        """An agent bat starts gets PORT from agent_url; a different PORT in its env would
+        silently be replaced."""
+        port = self.agent.env.get("PORT", "").strip()
+        if self.agent_url and self.agent.start and port:
+            parts = urlsplit(self.agent_url)
+            url_port = parts.port or (443 if parts.scheme == "https" else 80)
+            if int(port) != url_port:
+                raise ValueError(
+                    f"agent_url has port {url_port} but agent.env has PORT {port}; bat starts "
+                    "the agent with agent_url's port: set one of them"
+                )
+        return self
 
     @field_validator("run_name")
     @classmethod
@@ -257,7 +420,7 @@ class EvaluationSection(_Strict):
 class EvalConfig(_Strict):
     """The whole of ``eval/eval.yaml``."""
 
-    evaluation: EvaluationSection = Field(default_factory=EvaluationSection)
+    evaluation: Annotated[EvaluationSection, Block] = Field(default_factory=EvaluationSection)
     models: list[ModelSpec] = Field(default_factory=list)
     judge: list[JudgeSpec] = Field(default_factory=list)  # ``judge:`` holds one or several
 
@@ -274,8 +437,38 @@ class EvalConfig(_Strict):
     @classmethod
     def _judge_list(cls, value: Any) -> Any:
         if value is None:
-            return []
+            return []  # `judge:` with every line commented out
+        if value == []:
+            raise ValueError("an empty list: give a judge (or a list of them), or remove the key")
         return value if isinstance(value, list) else [value]
+
+
+def http_url(value: str, example: str) -> str:
+    """``value`` if it is an http(s) URL with a host and, if written, a port in 1-65535."""
+    problem = None
+    try:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            problem = f"expected an http(s) URL such as {example}"
+        elif parts.port == 0:
+            problem = "0 is not a port number (1-65535)"
+    except ValueError as exc:  # a port out of range or not a number, a broken [IPv6]
+        problem = f"not a URL: {str(exc).replace('0-65535', '1-65535')}"
+    if problem is None and any(ord(c) < 32 or ord(c) == 127 for c in value):
+        problem = "contains a control character"
+    if problem:
+        raise ValueError(f"{problem}, got {_shown_url(value)!r}")
+    return value
+
+
+def _shown_url(value: str) -> str:
+    """``value`` for an error message: credentials out, even when it cannot be parsed."""
+    from bat.evaluation.secrets import REDACTED, display_url
+
+    shown = display_url(value)
+    if shown == REDACTED:
+        shown = re.sub(r"//[^/?#]*@", "//", value)
+    return shown
 
 
 class ResolvedConfig(BaseModel):

@@ -63,6 +63,7 @@ def preflight(resolved: ResolvedConfig) -> Preflight:
     warnings: list[str] = [*resolved.warnings, *dataset_warnings(dataset)]
     if resolved.evaluation.qualitative:
         judge_keys(resolved)
+    _check_output_dir(resolved.output_dir)
     if agent.start:
         if not resolved.root.is_dir():
             raise InputError(
@@ -96,6 +97,17 @@ def preflight(resolved: ResolvedConfig) -> Preflight:
                 "checkpoints off: the agent may forget earlier turns (set checkpoints: true)"
             )
     return Preflight(dataset=dataset, settings=settings, warnings=warnings)
+
+
+def _check_output_dir(output_dir: Path) -> None:
+    """The run folder can be made under ``output_dir``: no file stands in its way."""
+    for folder in (output_dir, *output_dir.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise InputError(
+                    f"evaluation.output_dir {output_dir}: {folder} is a file, not a folder"
+                )
+            return
 
 
 def dataset_warnings(dataset: Dataset) -> list[str]:

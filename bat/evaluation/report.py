@@ -26,7 +26,7 @@ from urllib.parse import quote
 from bat.atomic import write_text_atomic
 from bat.errors import InputError
 from bat.evaluation import batcli, secrets
-from bat.evaluation.charts import ChartSet, Run, matches, task_order
+from bat.evaluation.charts import ChartSet, Run, matches, task_order, without_surrogates
 
 REPORT_FILE = "report.html"
 OUTPUT_PREVIEW_CHARS = 400
@@ -158,8 +158,9 @@ def load_episodes(run: Run, folder: Path) -> dict[tuple[str, int | None], Episod
         if not path.resolve().is_relative_to(inside):  # never read a file from elsewhere
             raise InputError(f"{path} leads outside {run.folder} (a symbolic link out of the run)")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            # A crafted file may hold "\ud800", which no HTML page can be encoded with.
+            data = without_surrogates(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, RecursionError):
             continue  # an unreadable episode file only loses its details on the page
         if not isinstance(data, dict) or not isinstance(data.get("task_id"), str | int):
             continue

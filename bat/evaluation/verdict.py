@@ -11,10 +11,9 @@ status was checked: it counts, and the summary says how many there were.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-from bat.evaluation.dataset import TaskExpected, ToolCallExpectation
+from bat.evaluation.dataset import REGEX_TIME_LIMIT_S, TaskExpected, ToolCallExpectation
 from bat.evaluation.records import Check, EpisodeResult, ToolCall, Verdict
 
 
@@ -80,7 +79,19 @@ def _not_contains(output: str, phrase: str) -> Check:
 
 
 def _regex(output: str, pattern: str) -> Check:
-    ok = re.search(pattern, output) is not None
+    """``regex`` (the engine the dataset was checked with) under a time limit: a pattern
+    that backtracks without end (``^(a|aa)+$``) fails its check after the limit instead
+    of holding the run, and Ctrl-C, handled between checks, is never held up longer."""
+    import regex
+
+    try:
+        ok = regex.search(pattern, output, timeout=REGEX_TIME_LIMIT_S) is not None
+    except TimeoutError:
+        detail = f"output_regex took over {REGEX_TIME_LIMIT_S:g} s on this output: /{pattern}/"
+        return Check(name="output_regex", passed=False, detail=detail)
+    except (MemoryError, RecursionError, regex.error) as exc:  # not refused on load (old runs)
+        detail = f"output_regex could not run ({type(exc).__name__}): /{pattern}/"
+        return Check(name="output_regex", passed=False, detail=detail)
     detail = f"output: matches /{pattern}/" if ok else f"output: no match for /{pattern}/"
     return Check(name="output_regex", passed=ok, detail=detail)
 

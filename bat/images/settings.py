@@ -21,7 +21,6 @@ source, so a bad line in a ``.env`` is found at once.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -264,12 +263,11 @@ def _repo_name(name: object) -> str | None:
 
 
 def _read_card(path: Path) -> dict:
-    """The agent card, or an empty dict when there is none (or it is not a JSON object)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    """The agent card, or an empty dict when there is none; a broken one is an error
+    (read strictly, once for bat, by ``bat.evaluation.agent_card``)."""
+    from bat.evaluation.agent_card import read_card_file
+
+    return read_card_file(path)
 
 
 def _read_dotenv(path: Path) -> dict[str, str]:

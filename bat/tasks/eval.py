@@ -34,6 +34,8 @@ def _run_dir(c: Context, run: str | None, *, batcli: bool = False):
     from bat.evaluation.rundir import find_run
 
     chosen = run or setting(c, None, "eval.run_dir", None)
+    if chosen:
+        _check_run(str(chosen), "--run" if run else "eval.run_dir")
     if chosen and (Path(chosen) / "run.json").is_file():
         return Path(chosen)
     output_dir = _config(c).output_dir
@@ -90,6 +92,8 @@ def run(c: Context, resume: str | None = None, retry_infra: bool = False) -> Non
     """
     from bat.evaluation.pipeline import run_evaluation
 
+    if isinstance(resume, str) and resume:
+        _check_run(resume, "--resume")
     report = run_evaluation(
         _config(c),
         resume=resume if resume not in ("", None) else None,
@@ -194,9 +198,17 @@ def compare(c: Context, a: str, b: str, json: bool = False) -> None:
     from bat.evaluation.compare import compare as compare_sides
     from bat.evaluation.compare import render, resolve_side
 
+    _check_run(a, "-a")
+    _check_run(b, "-b")
     output_dir = _output_dir_or_cwd(c)
     result = compare_sides(resolve_side(a, output_dir), resolve_side(b, output_dir))
     print(json_module.dumps(result, indent=2) if json else render(result))
+
+
+def _check_run(reference: str, source: str) -> None:
+    from bat.scaffold.names import check_run_reference
+
+    check_run_reference(reference, source)
 
 
 def _output_dir_or_cwd(c: Context):

@@ -241,7 +241,7 @@ class JudgeClient:
         """The assistant's text out of a 200 response of either protocol."""
         try:
             data = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what Python reads
             raise JudgeError(
                 f"the judge server's answer is not JSON: {excerpt(self.scrub(response.text))}"
             ) from None
@@ -253,7 +253,7 @@ class JudgeClient:
                 content = message.get("content")
                 if content is None and message.get("refusal"):
                     raise JudgeError(f"the judge refused: {_short(str(message['refusal']))}")
-        except (KeyError, IndexError, TypeError):
+        except (KeyError, IndexError, TypeError, AttributeError):  # a field of another shape
             error = data.get("error") if isinstance(data, dict) else None
             if error:
                 raise JudgeError(
