@@ -131,6 +131,8 @@ def parse_yaml(text: str, path: Path | str) -> Any:
         raise InputError(f"{path}: invalid YAML{_where(exc)}: {_reason(exc)}") from None
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
+    except ValueError as exc:  # a number past Python's limit on the digits of an integer
+        raise InputError(f"{path}: invalid YAML: {str(exc).split(';')[0]}") from None
     finally:
         loader.dispose()
 
@@ -148,6 +150,8 @@ def load_json(path: Path | str, *, limit: int = CONFIG_LIMIT, kind: str = "a JSO
         ) from None
     except RecursionError:
         raise InputError(f"{path}: invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # a number past Python's limit on the digits of an integer
+        raise InputError(f"{path}: invalid JSON: {str(exc).split(';')[0]}") from None
 
 
 class BoundedLoader(yaml.SafeLoader):

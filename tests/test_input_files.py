@@ -364,3 +364,20 @@ def test_eval_show_refuses_ids_whose_episode_files_collide(project, bat):
     result = bat("eval.show", cwd=project)
     assert result.code == 2 and "Traceback" not in result.err
     assert "would share the episode file name" in result.err
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("bat.yaml", "eval:\n  n: 1" + "0" * 5000 + "\n"),
+        ("given.json", '{"eval": {"n": 1' + "0" * 5000 + "}}"),
+        ("tasks.json", '[{"id": "a", "turns": ["x"], "meta": {"n": 1' + "0" * 5000 + "}}]"),
+    ],
+)
+def test_a_number_of_5000_digits_is_one_error(project, bat, name, content):
+    """Python refuses to read an integer of over 4300 digits (a ValueError)."""
+    path = project / ("eval/input/tasks.json" if name == "tasks.json" else name)
+    path.write_text(content)
+    args = ("-f", str(path), "version") if name == "given.json" else ("eval.show",)
+    line = one_clean_error(bat(*args, cwd=project), name)
+    assert "4300 digits" in line

@@ -467,7 +467,7 @@ def _json_list_chunks(text: str, size: int) -> Iterator[str]:
         while True:
             try:
                 end = decoder.raw_decode(text, pos)[1]
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # a 5,000-digit number is a ValueError
                 raise _NotAList from None
             items += 1
             pos = space.match(text, end).end()
@@ -511,6 +511,8 @@ def _tasks_one_by_one(path: Path, text: str) -> list[TaskSpec]:
         ) from None
     except RecursionError:
         raise InputError(f"{path}: invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # Python's limit on the digits of an integer
+        raise InputError(f"{path}: invalid JSON: {str(exc).split(';')[0]}") from None
     prefix: tuple = ()
     if isinstance(data, dict) and "tasks" in data:
         data, prefix = data["tasks"], ("tasks",)
