@@ -206,7 +206,10 @@ class TaskSpec(_Strict):
     @classmethod
     def _printable(cls, value: str) -> str:
         """An id names files, table rows and chart labels: printable text only."""
-        for index, char in enumerate(value):
+        # Fast path (most ids, and a million of them in a large dataset): printable ASCII
+        # is space, letters, digits, punctuation and symbols, none of them hidden.
+        hidden = not (value.isascii() and value.isprintable())
+        for index, char in enumerate(value if hidden else ""):
             kind = hidden_character(char)
             if kind is not None:
                 raise ValueError(
