@@ -123,6 +123,24 @@ def test_a_config_file_that_is_a_fifo_or_a_device_is_refused(tmp_path, bat, home
     assert "not a regular file" in one_clean_error(bat("version", cwd=tmp_path), "bat.yaml")
 
 
+def test_a_dash_f_file_that_is_a_fifo_or_a_directory_is_refused(tmp_path, bat, home):
+    os.mkfifo(tmp_path / "settings.yaml")
+    result = bat("-f", "settings.yaml", "version", cwd=tmp_path, timeout=30)
+    assert "not a regular file" in one_clean_error(result, "settings.yaml")
+    (tmp_path / "folder.yaml").mkdir()
+    result = bat("-f", "folder.yaml", "version", cwd=tmp_path, timeout=30)
+    assert "is a directory" in one_clean_error(result, "folder.yaml")
+
+
+def test_an_alias_bomb_in_the_agents_config_yaml_fails_fast(project, bat):
+    """The agent's own config.yaml is read by the same bounded reader as bat's files."""
+    (project / "config.yaml").write_text(BOMB)
+    start = time.monotonic()
+    line = one_clean_error(bat("eval.run", cwd=project, timeout=60), "config.yaml")
+    assert time.monotonic() - start < 15 and "aliases expand" in line
+    assert not list((project / "eval/output").iterdir())  # no run folder begun
+
+
 def test_a_huge_config_file_is_refused_before_it_is_read(tmp_path, bat, home):
     (tmp_path / "bat.yaml").write_text("# padding\n" * (CONFIG_LIMIT // 10 + 1))
     line = one_clean_error(bat("version", cwd=tmp_path), "bat.yaml")

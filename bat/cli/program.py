@@ -144,7 +144,7 @@ class BatProgram(Program):
     def update_config(self, merge: bool = True) -> None:
         """Load the ``-f`` file (the runtime layer); a missing one is an error, not ignored."""
         path = self.args.config.value
-        if path is not None and not os.path.isfile(os.path.expanduser(path)):
+        if path is not None and not os.path.exists(os.path.expanduser(path)):
             raise UsageError(f"{path}: no such configuration file (given with -f/--config)")
         self.config.load_overrides({}, merge=False)
         self.config.set_runtime_path(path)

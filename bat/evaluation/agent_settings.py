@@ -79,7 +79,7 @@ class AgentSettings:
         ``env`` is the environment the agent will be started with (its ``.env``, the
         shell, ``evaluation.agent.env``).
         """
-        import yaml
+        from bat.input_files import parse_yaml
 
         named = env.get("CONFIG_PATH")
         path: Path | None = (root / named) if named else root / "config.yaml"
@@ -87,12 +87,10 @@ class AgentSettings:
         expanded: dict[str, Any] = {}
         missing = None
         if path is not None and path.is_file():
+            # The bounded reader: the agent's file is input too (no alias bomb, no device).
             text = _text(path)
-            try:
-                raw = _mapping(yaml.safe_load(text))
-                expanded = _mapping(yaml.safe_load(expand_like_bat_adk(text, env)))
-            except yaml.YAMLError as exc:
-                raise InputError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
+            raw = _mapping(parse_yaml(text, path))
+            expanded = _mapping(parse_yaml(expand_like_bat_adk(text, env), path))
         else:
             missing = path if named else None
             path = None
@@ -235,11 +233,10 @@ def _endpoint(endpoint: dict[str, Any]) -> tuple[str | None, int | None, str | N
 
 
 def _text(path: Path) -> str:
-    """A UTF-8 text file; anything else is an InputError naming it."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    """A UTF-8 text file of at most 1 MiB; anything else is an InputError naming it."""
+    from bat.input_files import CONFIG_LIMIT, read_text
+
+    return read_text(path, limit=CONFIG_LIMIT, kind="an agent file")
 
 
 def _mapping(value: Any) -> dict[str, Any]:
