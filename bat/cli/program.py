@@ -9,9 +9,12 @@ so ``bat --help`` stays fast; task bodies import the library when they run.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
+import signal
 import sys
+import threading
 from typing import NoReturn
 
 from invoke import Argument, Collection, Program
@@ -19,6 +22,10 @@ from invoke.exceptions import Exit, ParseError, UnexpectedExit
 
 from bat.cli.config import BatConfig
 from bat.errors import BatError, UsageError, error_line, error_text
+
+# Ctrl-C outside a stage that says more: bat writes every file atomically, so each file
+# is either as it was or whole.
+INTERRUPTED = "interrupted; every file written so far is kept whole"
 
 # The core flags bat keeps; Invoke's others (--pty, --echo, --dry, ...) tune shell commands.
 _CORE_FLAGS = {
@@ -47,11 +54,25 @@ class BatProgram(Program):
     # -- running -------------------------------------------------------------------
 
     def run(self, argv: list[str] | str | None = None, exit: bool = True) -> int:
-        """Run once and exit with :meth:`status_of_run`'s status (``exit=False``: return it)."""
-        code = self.status_of_run(argv)
-        if exit:
-            sys.exit(code)
-        return code
+        """Run once and exit with :meth:`status_of_run`'s status (``exit=False``: return it).
+
+        Ctrl-C at any moment ends in status 130 and one line, never a traceback: also
+        while an error is being reported, and after the work is done (see
+        :func:`exit_interrupted`).
+        """
+        try:
+            code = self.status_of_run(argv)
+        except KeyboardInterrupt:  # pressed while a failure was being reported
+            code = report(INTERRUPTED, 130)
+        if not exit:
+            return code
+        if code == 130:
+            exit_interrupted()
+        # From here on the work is done; a late Ctrl-C must not turn into a traceback in
+        # the interpreter's shutdown (or exit status -2): it ends the process at once.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, _interrupted_at_exit)
+        sys.exit(code)
 
     def status_of_run(self, argv: list[str] | str | None) -> int:
         """Invoke's run steps, with every user-facing failure turned into a status."""
@@ -79,7 +100,7 @@ class BatProgram(Program):
             print(error_text(exc), file=sys.stderr)
             return exc.exit_code
         except KeyboardInterrupt:
-            return report("interrupted", 130)
+            return report(INTERRUPTED, 130)
         except BrokenPipeError:
             # Output piped into `head` and the like: stop quietly, as other tools do.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -267,6 +288,27 @@ def report(message: str, code: int) -> int:
     """Print one ``bat: error:`` line and return ``code``."""
     print(error_line(message), file=sys.stderr)
     return code
+
+
+def exit_interrupted() -> NoReturn:
+    """End the process with status 130 now, without waiting for any thread.
+
+    Worker threads (the judge's, waiting on a server or a ``Retry-After``) cannot be
+    interrupted, and Python waits for them at exit; after Ctrl-C nothing they could
+    still do is wanted: every file is written atomically, so ending them mid-way loses
+    nothing that was finished. A second Ctrl-C while the output is flushed is ignored.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(130)
+
+
+def _interrupted_at_exit(signum, frame) -> None:
+    print(error_line(INTERRUPTED), file=sys.stderr)
+    exit_interrupted()
 
 
 def main() -> None:

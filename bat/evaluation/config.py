@@ -314,6 +314,8 @@ class JudgeSpec(_ProviderModel):
     concurrency: Count = Field(default=16, ge=1, le=256)
     timeout_s: Seconds = 60
     max_retries: Count = Field(default=4, ge=0, le=20)
+    # A longer Retry-After is cut to this, and said: a run must not stall for minutes.
+    max_retry_after_s: Seconds = Field(default=60, le=3600)
     budget_chars: Count = Field(
         default=12000,
         ge=500,

@@ -89,6 +89,7 @@ def run_model(
         expected = spans_file is not None and settings.writes_spans
         log = agent_log(run_dir, record)
         agent = _agent_process(resolved, settings, model, model_dir, log, spans_file)
+        agent.record = agent_record(run_dir, record)
     elif not card_answers(resolved.agent_url):
         raise InputError(
             f"no agent answers at {resolved.agent_url} (at /.well-known/agent-card.json or "
@@ -103,6 +104,11 @@ def run_model(
                 f"(in {resolved.root})"
             )
             agent.start()
+            if agent.stale_stopped is not None:
+                say(
+                    f"[{record.label}] stopped the agent an earlier bat left running "
+                    f"(pid {agent.stale_stopped})"
+                )
             seconds = agent.wait_ready()
             say(f"[{record.label}] agent ready at {resolved.agent_url} after {seconds:.1f} s")
         progress = Progress(record.label, len(work))
@@ -120,6 +126,9 @@ def run_model(
         )
         try:
             asyncio.run(runner.run(work))
+        except BaseException:
+            progress.abandon()
+            raise
         finally:
             record.restarts += runner.restarts
             record.requests_resent += runner.requests_resent
@@ -131,12 +140,17 @@ def run_model(
         record.span_waits += spans.waits if spans is not None else 0
     finally:
         if agent is not None:
-            agent.stop()
+            agent.close()
 
 
 def agent_log(run_dir: Path, record: ModelRecord) -> Path:
     """Where the output of the model's agent goes."""
     return run_dir / f"agent-{record.dir}.log"
+
+
+def agent_record(run_dir: Path, record: ModelRecord) -> Path:
+    """Where the pid and start time of the model's running agent are kept."""
+    return run_dir / f"agent-{record.dir}.process.json"
 
 
 def failed(record: ModelRecord, reason: str, log: Path | None) -> None:

@@ -15,6 +15,7 @@ When no model could be evaluated at all, the run failed (status ``failed``, exit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -32,6 +33,7 @@ from bat.evaluation.dataset import Dataset, load_dataset
 from bat.evaluation.metrics import EpisodeRow, summarize
 from bat.evaluation.model_run import ModelRecord, agent_log, failed, model_record, run_model
 from bat.evaluation.records import EpisodeResult
+from bat.evaluation.runner import naming
 from bat.evaluation.verdict import judge_episode
 
 Say = Callable[[str], None]
@@ -158,19 +160,47 @@ def run_evaluation(
         for model, record in zip(resolved.models, records, strict=True):
             error = _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say)
             errors += [error] if error else []
-            rundir.update_run(run_dir, models=[r.as_json() for r in records])
+            with naming(run_dir / rundir.RUN_FILE):
+                rundir.update_run(run_dir, models=[r.as_json() for r in records])
+        return _conclude(run_dir, records, errors)
     except KeyboardInterrupt:
-        rundir.update_run(
-            run_dir,
-            status="interrupted",
-            ended_at=rundir.now_iso(),
-            models=[r.as_json() for r in records],
-        )
+        _mark(run_dir, records, "interrupted")
         raise Interrupted(
             f"interrupted: finished episodes are saved in {run_dir}; "
             f"finish the run with: bat eval.run --resume {run_dir.name}"
         ) from None
-    return _conclude(run_dir, records, errors)
+    except OSError as exc:  # a full disk, most likely: nothing more can be written
+        _mark(run_dir, records, "failed")
+        raise OperationError(
+            f"cannot write {exc.filename or 'a file of the run'}: {exc.strerror or exc}; "
+            f"{run_dir.name} is marked failed and keeps every episode written so far "
+            f"(make room, then finish it with: bat eval.run --resume {run_dir.name})"
+        ) from None
+
+
+def _mark(run_dir: Path, records: list[ModelRecord], status: str) -> None:
+    """Say in run.json how the run ended early, even on a full disk.
+
+    When the atomic rewrite finds no room, the status word alone is changed in place:
+    ``interrupted`` and ``failed`` are no longer than ``running``, so no new block is
+    needed. Nothing else of the file is touched then. Ctrl-C while this runs is left to
+    the caller's caller (exit 130 all the same).
+    """
+    try:
+        rundir.update_run(
+            run_dir, status=status, ended_at=rundir.now_iso(), models=[r.as_json() for r in records]
+        )
+        return
+    except (OSError, InputError):
+        pass
+    path = run_dir / rundir.RUN_FILE
+    with contextlib.suppress(OSError), path.open("r+b") as handle:
+        text = handle.read()
+        changed = text.replace(b'"status": "running"', f'"status": "{status}"'.encode(), 1)
+        if changed != text:
+            handle.seek(0)
+            handle.write(changed)
+            handle.truncate()
 
 
 def _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say) -> BatError | None:
@@ -190,10 +220,23 @@ def _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say)
     except BatError as exc:
         failed(record, exc.message, agent_log(run_dir, record))
         say(f"[{record.label}] could not be evaluated: {exc.message}")
+        _summarize_model_of(run_dir, record)
         return exc
-    finally:
-        summarize_model(run_dir, record.as_json(), rundir.read_run(run_dir))
+    except BaseException:
+        # Ctrl-C or a full disk: a summary of what is there, if it can be written; the
+        # first failure is the one reported.
+        with contextlib.suppress(OSError, BatError):
+            _summarize_model_of(run_dir, record)
+        raise
+    _summarize_model_of(run_dir, record)
     return None
+
+
+def _summarize_model_of(run_dir: Path, record: ModelRecord) -> None:
+    """summary.json and metrics.json of one model, as soon as its episodes are done."""
+    model_dir = run_dir / record.dir
+    with naming(model_dir / "summary.json or metrics.json"):
+        summarize_model(run_dir, record.as_json(), rundir.read_run(run_dir))
 
 
 def _conclude(run_dir: Path, records: list[ModelRecord], errors: list[BatError]) -> RunReport:
@@ -202,13 +245,14 @@ def _conclude(run_dir: Path, records: list[ModelRecord], errors: list[BatError])
     status = "failed" if len(lost) == len(records) else "partial" if lost else "completed"
     infra = {r.label: rundir.infra_failures(run_dir / r.dir) for r in records}
     infra_total = sum(len(found) for found in infra.values())
-    rundir.update_run(
-        run_dir,
-        status=status,
-        ended_at=rundir.now_iso(),
-        models=[r.as_json() for r in records],
-        infra_failures=infra_total,
-    )
+    with naming(run_dir / rundir.RUN_FILE):
+        rundir.update_run(
+            run_dir,
+            status=status,
+            ended_at=rundir.now_iso(),
+            models=[r.as_json() for r in records],
+            infra_failures=infra_total,
+        )
     if status == "failed":
         if len(errors) == 1:  # one model: its own error (with its log), its own exit status
             raise errors[0]

@@ -55,6 +55,14 @@ class Progress:
 
         return tell
 
+    def abandon(self) -> None:
+        """The run stops early (Ctrl-C, an error): end the live line, so the message that
+        follows is not written over it."""
+        if self.live and self._drawn >= 0:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._drawn = -1
+
     def finish(self) -> None:
         if self.live or self._drawn != self.done:
             self._draw(final=True)

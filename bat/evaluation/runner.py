@@ -21,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -203,6 +204,9 @@ class EpisodeRunner:
         )
         try:
             await asyncio.to_thread(self.agent.restart)
+        except asyncio.CancelledError:  # Ctrl-C: the thread must not wait out the start-up
+            self.agent.cancelled = True
+            raise
         except BatError as exc:
             return f"the agent died ({status}) and could not be started again: {exc.message}"
         return None
@@ -253,9 +257,10 @@ class EpisodeRunner:
         )
         result.verdict = judge_episode(item.task.expected, result)
         path = episode_path(self.model_dir, item.task.file_stem, item.attempt)
-        if path.exists():  # --retry-infra: the earlier record is kept beside, never lost
-            result.earlier = [*_earlier(path), _set_aside(path, self.model_dir)]
-        write_text_atomic(path, result.to_json())
+        with naming(path):
+            if path.exists():  # --retry-infra: the earlier record is kept beside, never lost
+                result.earlier = [*_earlier(path), _set_aside(path, self.model_dir)]
+            write_text_atomic(path, result.to_json())
         if self.on_done is not None:
             error = observed.agent_error.kind if observed.agent_error else None
             self.on_done(Outcome(result.verdict.passed, observed.infra_error is not None, error))
@@ -266,6 +271,20 @@ class EpisodeRunner:
             return
         if await self.spans.wait_for(trace.context_id, len(trace.turns)):
             merge_span_report(trace, self.spans.report(trace.context_id))
+
+
+@contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """An OSError raised while ``path`` is written names ``path``.
+
+    The atomic writer fails on its temporary file (``.x.json.1234.tmp``), or names no
+    file at all when a write finds the disk full; the user needs to hear which of bat's
+    files could not be written.
+    """
+    try:
+        yield
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
 
 def _broke_off(observed: Observed) -> None:

@@ -10,6 +10,9 @@ every run under the output folder (or ``--folder``) instead.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from invoke import Collection, Context, task
 
 from bat.tasks._options import BatTask, command, setting
@@ -44,6 +47,18 @@ def _run_dir(c: Context, run: str | None, *, batcli: bool = False):
             if batcli_files.model_folders(candidate):
                 return candidate
     return find_run(output_dir, chosen)
+
+
+@contextmanager
+def _stage(doing: str, kept: str, again: str) -> Iterator[None]:
+    """Ctrl-C during a stage: exit 130 with one line saying what is kept and what finishes
+    the job (every file is written atomically, so what was finished is whole)."""
+    from bat.errors import Interrupted
+
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted while {doing}: {kept}; {again}") from None
 
 
 @command(short={"force": "f"}, help={"force": "Overwrite existing eval files."})
@@ -130,7 +145,12 @@ def judge(c: Context, run: str | None = None) -> None:
             f"qualitative judging is off (evaluation.qualitative: false); {run_dir.name} kept as is"
         )
         return
-    judge_stage(resolved, run_dir)
+    with _stage(
+        f"judging {run_dir.name}",
+        "every episode is kept, those judged so far with their scores",
+        f"judge the rest with: bat eval.judge --run {run_dir.name}",
+    ):
+        judge_stage(resolved, run_dir)
 
 
 @command(help={"run": "Run directory or run id (default: the latest run)."})
@@ -139,7 +159,12 @@ def summarize(c: Context, run: str | None = None) -> None:
     from bat.evaluation.pipeline import summarize_run
 
     run_dir = _run_dir(c, run)
-    written = summarize_run(run_dir)
+    with _stage(
+        f"summarizing {run_dir.name}",
+        "every episode is kept",
+        f"write the summaries with: bat eval.summarize --run {run_dir.name}",
+    ):
+        written = summarize_run(run_dir)
     print(f"Wrote {len(written)} file(s) in {run_dir}")
 
 
@@ -173,8 +198,13 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
 
     from bat.evaluation.charts import plot_folder
 
-    base = Path(folder) if folder else _config(c).output_dir
-    result = plot_folder(base, filter or None)
+    with _stage(
+        "drawing the charts and report",
+        "every episode and summary is kept",
+        "draw them with: bat eval.plot" + (f" --folder {folder}" if folder else ""),
+    ):
+        base = Path(folder) if folder else _config(c).output_dir
+        result = plot_folder(base, filter or None)
     print(f"{len(result.runs)} run(s) in {base}")
     for path in result.removed:
         print(f"Removed {path} (no longer drawn)")

@@ -16,7 +16,6 @@ No Invoke here, and ``requests`` is only imported once a request is made.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -82,16 +81,17 @@ def judge_run(
     *,
     env: Mapping[str, str],
     say: Callable[[str], None] = print,
-    sleep: Callable[[float], Any] = time.sleep,
+    sleep: Callable[[float], Any] | None = None,
 ) -> JudgeSummary:
     """Score every episode under ``<run_dir>/*/episodes/`` with ``judges``; rewrite the files.
 
     ``tasks`` (by id) give each episode's expected outcome and user turns; ``env`` holds
     the variables API keys are read from (the caller merges the shell over the agent's
-    ``.env``); ``sleep`` waits between retries. Judgements are cached under
-    ``<run_dir>/judge-cache/``. A missing API key variable is an InputError raised before
-    any request; a failed judgement is never raised, it is written into the episode. An
-    episode file that cannot be written back is an OperationError.
+    ``.env``); ``sleep`` waits between retries (default: one Ctrl-C ends). Judgements
+    are cached under ``<run_dir>/judge-cache/``. A missing API key variable is an
+    InputError raised before any request; a failed judgement is never raised, it is
+    written into the episode. An episode file that cannot be written back is an
+    OperationError.
     """
     run_dir = Path(run_dir)
     if not judges:
@@ -121,7 +121,10 @@ def judge_run(
         return JudgeSummary(unreadable=unreadable)
 
     cache = JudgeCache(run_dir / CACHE_DIR)
-    clients = [JudgeClient(spec, key, sleep=sleep) for spec, key in zip(judges, keys, strict=True)]
+    clients = [
+        JudgeClient(spec, key, sleep=sleep, notice=say)
+        for spec, key in zip(judges, keys, strict=True)
+    ]
     pools = [
         ThreadPoolExecutor(max_workers=spec.concurrency, thread_name_prefix=f"bat-judge-{n}")
         for n, spec in enumerate(judges)
@@ -159,6 +162,8 @@ def judge_run(
     except BaseException:
         # Ctrl-C: what was written and cached stays; queued judgements are dropped and
         # requests in flight are not waited for.
+        for client in clients:
+            client.cancel()  # a worker waiting out a Retry-After stops waiting
         for pool in pools:
             pool.shutdown(wait=False, cancel_futures=True)
         raise

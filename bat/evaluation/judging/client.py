@@ -12,9 +12,12 @@ the package costs nothing until a judgement is made.
   server that refuses the schema with a 400 is asked again without it, once, and never
   with it again: the parser does not depend on it.
 * Retries on 429, 5xx, connection errors and timeouts, up to ``max_retries`` times:
-  ``Retry-After`` (seconds or an HTTP date) when the server gives one, else exponential
-  backoff with jitter (so concurrent workers do not retry in lockstep). The sleep is
-  injectable, so tests of the retry schedule take no time.
+  ``Retry-After`` (seconds or an HTTP date) when the server gives one, at most
+  ``judge.max_retry_after_s`` (a longer request is capped, and the console and the
+  episode's judge error say so), else exponential backoff with jitter (so concurrent
+  workers do not retry in lockstep). A wait ends at once when the client is cancelled
+  (Ctrl-C: :meth:`JudgeClient.cancel`). The sleep is injectable, so tests of the retry
+  schedule take no time.
 * The API key is sent in the ``Authorization`` header and nowhere else. Every error
   message built here, and every reply, is scrubbed of it and of the other secrets bat
   knows (a password in ``base_url``, ``bat.evaluation.secrets``): a server that echoes
@@ -137,8 +140,9 @@ class JudgeClient:
         spec: JudgeSpec,
         key: str | None,
         *,
-        sleep: Callable[[float], Any] = time.sleep,
+        sleep: Callable[[float], Any] | None = None,
         rand: Callable[[], float] = random.random,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         self.spec = spec
         self.protocol, self.base_url, self.url = endpoint(spec)
@@ -149,7 +153,10 @@ class JudgeClient:
         self._secrets = secrets.Scrubber(
             [key, *secrets.url_secrets(spec.base_url), *secrets.env_secrets(spec.env)]
         )
-        self._sleep = sleep
+        self._cancelled = threading.Event()
+        self._sleep = sleep or self._wait
+        self._notice = notice
+        self._capped = 0  # Retry-After waits cut to judge.max_retry_after_s
         self._rand = rand
         self._structured = True  # until the server refuses the schema
         self._lock = threading.Lock()
@@ -175,6 +182,32 @@ class JudgeClient:
             return self.scrub(self._chat(system, user))
         except JudgeError as exc:
             raise JudgeError(self.scrub(str(exc))) from None
+
+    def cancel(self) -> None:
+        """End every retry wait now, and make none again (Ctrl-C: threads must not linger)."""
+        self._cancelled.set()
+
+    def _wait(self, seconds: float) -> None:
+        if self._cancelled.wait(seconds):
+            raise JudgeError("judging was stopped")
+
+    def _retry_wait(self, asked: float | None, attempt: int) -> tuple[float, str]:
+        """How long to wait before the next try, and a note when ``Retry-After`` was capped."""
+        if asked is None:
+            return backoff_s(attempt, self._rand), ""
+        cap = self.spec.max_retry_after_s
+        if asked <= cap:
+            return asked, ""
+        note = (
+            f"the server asked to wait {asked:g} s (Retry-After); waited {cap:g} s "
+            "(judge.max_retry_after_s)"
+        )
+        with self._lock:
+            self._capped += 1
+            first = self._capped == 1
+        if first and self._notice is not None:
+            self._notice(f"judge {self.spec.label}: {note}")
+        return cap, note
 
     def close(self) -> None:
         for session in self._sessions:
@@ -205,7 +238,10 @@ class JudgeClient:
             headers["Authorization"] = f"Bearer {self._key}"
         timeout = self.spec.timeout_s
         attempt = 0
+        capped = ""
         while True:
+            if self._cancelled.is_set():
+                raise JudgeError("judging was stopped")
             structured = self._structured
             body = request_body(self.protocol, self.spec.model, system, user, structured=structured)
             with self._lock:
@@ -233,8 +269,10 @@ class JudgeClient:
                 wait = retry_after_s(response.headers.get("Retry-After"))
             if attempt >= self.spec.max_retries:
                 tries = "1 attempt" if attempt == 0 else f"{attempt + 1} attempts"
-                raise JudgeError(f"{failure} (gave up after {tries})")
-            self._sleep(wait if wait is not None else backoff_s(attempt, self._rand))
+                raise JudgeError(f"{failure} (gave up after {tries}{capped})")
+            seconds, note = self._retry_wait(wait, attempt)
+            capped = f"; {note}" if note else capped
+            self._sleep(seconds)
             attempt += 1
 
     def _content(self, response: Any) -> str:

@@ -1,0 +1,66 @@
+"""The agent's watchdog: the agent bat started must not outlive bat, however bat ends.
+
+bat stops its agent on success, error and Ctrl-C, but a ``kill -9`` (or the OOM killer)
+gives it no chance to. So next to the agent, bat starts this small process
+(``python -m bat.evaluation.agent_watchdog GRACE_S``) and keeps the only write end of a
+pipe to its stdin. Each time bat starts the agent it writes the agent's process-group id
+on a line (``0``: no agent running now). The kernel closes the pipe when bat ends, in
+any way; the watchdog then stops the last group it was told of, the way bat would:
+SIGTERM to the whole group (``uv run`` and the server it started), SIGKILL to what is left
+after ``GRACE_S``. It has its own session, so a Ctrl-C at the terminal does not reach it.
+
+No import of bat or of anything heavy: it starts in milliseconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+
+POLL_S = 0.05
+
+
+def stop_group(group: int, grace_s: float, reap: Callable[[], object] | None = None) -> None:
+    """SIGTERM process group ``group``, SIGKILL what is left after ``grace_s`` seconds.
+
+    ``reap`` collects the group leader when the caller is its parent (a zombie would keep
+    the group alive to ``killpg``).
+    """
+    try:
+        os.killpg(group, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if reap is not None:
+            reap()
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(POLL_S)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGKILL)
+
+
+def main(argv: list[str]) -> int:
+    grace_s = float(argv[1]) if len(argv) > 1 else 5.0
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    group = 0
+    while True:
+        line = sys.stdin.buffer.readline()  # blocks until bat says something or is gone
+        if not line:
+            break
+        word = line.strip()
+        group = int(word) if word.isdigit() else 0
+    if group > 1:
+        stop_group(group, grace_s)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

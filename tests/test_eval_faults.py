@@ -1,0 +1,330 @@
+"""Faults from outside (issue 9): Ctrl-C at every stage, kill -9 of bat, a full disk.
+
+Every test runs the real ``bat eval.run`` in the background against a real fixture agent
+(and, for the judge, the scripted model server), does something bad to it at a chosen
+moment, and then checks what a user relies on: the exit status (130 for Ctrl-C, 1 for a
+disk that is full), one ``bat: error:`` line and no traceback, no agent process left
+behind, every JSON file of the run valid, and ``--resume`` finishing the run with each
+episode exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.evalkit import (
+    episodes,
+    free_port,
+    make_project,
+    run_dirs,
+    start_bat,
+    start_fixture,
+    start_model_server,
+)
+
+MODEL = "agent-default"
+
+
+def tasks(n: int) -> list[dict]:
+    return [
+        {"id": f"t{i:02d}", "turns": [f"q{i}"], "expected": {"output_must_contain": [f"q{i}"]}}
+        for i in range(n)
+    ]
+
+
+def wait_until(condition, timeout_s: float = 30, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def the_run(project: Path) -> Path | None:
+    dirs = run_dirs(project)
+    return dirs[0] if dirs else None
+
+
+def episodes_written(project: Path) -> int:
+    run_dir = the_run(project)
+    folder = run_dir / MODEL / "episodes" if run_dir else None
+    return len(list(folder.glob("*.json"))) if folder and folder.is_dir() else 0
+
+
+def agent_identity(project: Path) -> dict | None:
+    """The pid record bat keeps for its running agent, once it is there."""
+    run_dir = the_run(project)
+    path = run_dir / f"agent-{MODEL}.process.json" if run_dir else None
+    if path is None or not path.is_file():
+        return None
+    return json.loads(path.read_text())
+
+
+def group_alive(group: int) -> bool:
+    """Whether any process of the group lives (a zombie, already dead, does not count)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text[text.rfind(")") + 2 :].split()
+        if int(fields[2]) == group and fields[0] != "Z":
+            return True
+    return False
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return text[text.rfind(")") + 2 :].split()[0] != "Z"
+
+
+def assert_no_traceback(err: str) -> None:
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert err.count("bat: error:") == 1, err
+
+
+def assert_all_json_valid(project: Path) -> None:
+    """Every JSON file under the output folder parses (no half-written file)."""
+    for path in (project / "eval" / "output").rglob("*.json"):
+        json.loads(path.read_text())
+
+
+def interrupt(proc: subprocess.Popen, *, timeout_s: float = 20) -> tuple[int, str, str]:
+    """Ctrl-C, as a terminal sends it; the exit status and the output."""
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=timeout_s)
+    return proc.returncode, out, err
+
+
+def resume_completes(bat, project: Path, total: int) -> None:
+    """``--resume`` finishes the run: every episode once, all passed, one run folder."""
+    again = bat("eval.run", "--resume", cwd=project)
+    assert again.code == 0, again.out + again.err
+    assert len(run_dirs(project)) == 1
+    found = episodes(the_run(project))
+    assert sorted(found) == [f"t{i:02d}__try1.json" for i in range(total)]
+    assert all(e["verdict"]["passed"] for e in found.values())
+    assert_all_json_valid(project)
+
+
+# --- kill -9 of bat ---------------------------------------------------------------------
+
+
+def slow_project(root: Path, n: int = 12) -> Path:
+    return make_project(root, tasks(n), concurrency=2, agent_env={"LATENCY_MS": "300"})
+
+
+def started_and_working(project: Path, proc: subprocess.Popen) -> dict:
+    """Wait until the agent is recorded and some episodes are written; its record."""
+    wait_until(
+        lambda: agent_identity(project) is not None and episodes_written(project) >= 2,
+        what="the agent to answer",
+    )
+    assert proc.poll() is None
+    return agent_identity(project)
+
+
+def test_kill_9_of_bat_takes_the_agent_down_and_resume_finishes(tmp_path, bat, home):
+    project = slow_project(tmp_path)
+    proc = start_bat("eval.run", cwd=project, home=home)
+    agent = started_and_working(project, proc)
+    assert group_alive(agent["pgid"])
+    proc.kill()
+    proc.communicate(timeout=10)
+    wait_until(lambda: not group_alive(agent["pgid"]), 10, "the agent's group to end")
+    assert not pid_alive(agent["watchdog_pid"])  # the watchdog went with it
+    written = episodes_written(project)
+    resume_completes(bat, project, 12)
+    run = json.loads((the_run(project) / "run.json").read_text())
+    assert run["status"] == "completed"
+    assert written < 12  # the resume had something left to do
+
+
+def test_resume_stops_the_agent_a_killed_bat_left_behind(tmp_path, bat, home):
+    """The watchdog killed too (say, by the OOM killer): the agent outlives bat, and the
+    next start in the run folder recognises it by its recorded pid and start time."""
+    project = slow_project(tmp_path)
+    proc = start_bat("eval.run", cwd=project, home=home)
+    agent = started_and_working(project, proc)
+    os.kill(agent["watchdog_pid"], signal.SIGKILL)
+    proc.kill()
+    proc.communicate(timeout=10)
+    time.sleep(0.5)
+    assert pid_alive(agent["pid"])  # left behind, still answering on the port
+    try:
+        again = bat("eval.run", "--resume", cwd=project)
+        assert again.code == 0, again.out + again.err
+        assert f"stopped the agent an earlier bat left running (pid {agent['pid']})" in again.out
+        assert not group_alive(agent["pgid"])
+        found = episodes(the_run(project))
+        assert len(found) == 12 and all(e["verdict"]["passed"] for e in found.values())
+        assert_all_json_valid(project)
+    finally:
+        if group_alive(agent["pgid"]):
+            os.killpg(agent["pgid"], signal.SIGKILL)
+
+
+def test_a_foreign_process_on_the_port_is_refused_and_left_alone(tmp_path, bat, home):
+    """A record whose pid now names another process (its start time differs) is not ours:
+    what answers on the port is refused as before, and nothing is killed."""
+    port = free_port()
+    project = make_project(tmp_path, tasks(2), agent_url=f"http://127.0.0.1:{port}")
+    first = bat("eval.run", cwd=project)
+    assert first.code == 0, first.err
+    run_dir = the_run(project)
+    for path in (run_dir / MODEL / "episodes").glob("*.json"):
+        path.unlink()  # so --resume has episodes to run
+    foreign = start_fixture("echo_agent", port)
+    try:
+        record = {"pid": foreign.pid, "pgid": foreign.pid, "start_ticks": 1}  # not its start
+        (run_dir / f"agent-{MODEL}.process.json").write_text(json.dumps(record))
+        again = bat("eval.run", "--resume", cwd=project)
+        assert again.code == 1, again.out + again.err
+        assert f"something already answers at http://127.0.0.1:{port}" in again.err
+        assert foreign.poll() is None  # untouched
+    finally:
+        foreign.kill()
+        foreign.wait(timeout=10)
+
+
+# --- Ctrl-C -------------------------------------------------------------------------------
+
+
+def test_ctrl_c_during_the_episodes_keeps_them_and_stops_the_agent(tmp_path, bat, home):
+    project = slow_project(tmp_path)
+    proc = start_bat("eval.run", cwd=project, home=home)
+    agent = started_and_working(project, proc)
+    code, _, err = interrupt(proc)
+    assert code == 130, err
+    assert_no_traceback(err)
+    assert "finished episodes are saved in" in err and "--resume" in err
+    assert not group_alive(agent["pgid"]) and not pid_alive(agent["watchdog_pid"])
+    assert agent_identity(project) is None  # stopped by bat: nothing stale recorded
+    run = json.loads((the_run(project) / "run.json").read_text())
+    assert run["status"] == "interrupted"
+    assert_all_json_valid(project)
+    resume_completes(bat, project, 12)
+
+
+def read_until(proc: subprocess.Popen, text: str, timeout_s: float = 60) -> list[str]:
+    """stdout lines up to the first holding ``text`` (the stage that follows has begun)."""
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"bat ended before {text!r}: {lines}\n{proc.stderr.read()}")
+        lines.append(line)
+        if text in line:
+            return lines
+    raise AssertionError(f"no {text!r} within {timeout_s} s: {lines}")
+
+
+@pytest.mark.parametrize("delay_s", [0.0, 0.4, 1.0])
+def test_ctrl_c_while_the_report_is_drawn_exits_130_in_one_line(tmp_path, bat, home, delay_s):
+    """The last stages (summaries, charts, report) and the interpreter's own shutdown:
+    exit 130, never -2 or a traceback from threading's shutdown."""
+    project = make_project(tmp_path, tasks(3))
+    proc = start_bat("eval.run", cwd=project, home=home)
+    read_until(proc, "file(s) in")  # eval.summarize is done: eval.plot begins
+    time.sleep(delay_s)
+    if proc.poll() is not None:
+        pytest.skip("bat ended before the signal (a fast machine)")
+    code, _, err = interrupt(proc)
+    assert code == 130, err
+    assert_no_traceback(err)
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("bat: error: interrupted") and "kept" in last, err
+    assert_all_json_valid(project)
+    run = json.loads((the_run(project) / "run.json").read_text())
+    assert run["status"] == "completed"  # every episode ran: only the charts were cut
+    assert len(episodes(the_run(project))) == 3
+    again = bat("eval.plot", cwd=project)  # what the message says to run
+    assert again.code == 0 and (project / "eval/output/report.html").is_file(), again.err
+
+
+# --- the judge: Retry-After -------------------------------------------------------------
+
+
+def judge_reply(score: float) -> str:
+    names = (
+        "response_relevance",
+        "task_completion_quality",
+        "hallucination_score",
+        "tool_call_appropriateness",
+    )
+    return json.dumps({name: {"reasoning": "fine", "score": score} for name in names})
+
+
+def judged_project(root: Path, rules: list[dict], **judge) -> tuple[Path, subprocess.Popen, str]:
+    rules_file = root / "rules.json"
+    root.mkdir(parents=True, exist_ok=True)
+    rules_file.write_text(json.dumps(rules))
+    server, url = start_model_server(rules_file)
+    project = make_project(root / "p", tasks(2))
+    config = yaml.safe_load((project / "eval/eval.yaml").read_text())
+    config["evaluation"]["qualitative"] = True
+    config["judge"] = {"provider": "openai", "model": "judge", "base_url": url + "/v1", **judge}
+    (project / "eval/eval.yaml").write_text(yaml.safe_dump(config))
+    return project, server, url
+
+
+def requests_served(url: str) -> int:
+    import urllib.request
+
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url + "/stats") as r:
+        return json.loads(r.read())["requests"]
+
+
+def test_ctrl_c_while_the_judge_waits_on_retry_after_ends_at_once(tmp_path, home):
+    rules = [{"status": 429, "retry_after": 300}]  # every request: come back in 5 minutes
+    project, server, url = judged_project(tmp_path, rules, max_retry_after_s=600, concurrency=2)
+    try:
+        proc = start_bat("eval.run", cwd=project, home=home)
+        wait_until(lambda: requests_served(url) >= 2, 60, "the judge's first requests")
+        time.sleep(0.3)  # both workers are now in their 300 s wait
+        started = time.monotonic()
+        code, _, err = interrupt(proc)
+        assert time.monotonic() - started < 5  # not the 300 s of the wait
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+    assert code == 130, err
+    assert_no_traceback(err)
+    run_dir = the_run(project)
+    assert f"interrupted while judging {run_dir.name}" in err
+    assert f"bat eval.judge --run {run_dir.name}" in err
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
+    assert len(episodes(run_dir)) == 2
+    assert_all_json_valid(project)
+
+
+def test_a_long_retry_after_is_capped_and_the_cap_is_said(tmp_path, bat, home):
+    rules = [{"status": 429, "retry_after": 300}]
+    project, server, _ = judged_project(tmp_path, rules, max_retry_after_s=0.2, max_retries=2)
+    try:
+        started = time.monotonic()
+        result = bat("eval.run", cwd=project, timeout=60)
+        took = time.monotonic() - started
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+    assert result.code == 0, result.out + result.err
+    assert took < 30  # two capped waits of 0.2 s each, not 300 s
+    note = "the server asked to wait 300 s (Retry-After); waited 0.2 s (judge.max_retry_after_s)"
+    assert result.out.count(f"judge openai:judge: {note}\n") == 1  # said once, not per request
+    for episode in episodes(the_run(project)).values():
+        assert note in episode["scores"]["error"]  # and kept in the episode's judge error
+        assert "gave up after 3 attempts" in episode["scores"]["error"]
