@@ -328,3 +328,154 @@ def test_a_long_retry_after_is_capped_and_the_cap_is_said(tmp_path, bat, home):
     for episode in episodes(the_run(project)).values():
         assert note in episode["scores"]["error"]  # and kept in the episode's judge error
         assert "gave up after 3 attempts" in episode["scores"]["error"]
+
+
+# --- a full disk --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MB tmpfs (root only: skipped elsewhere), unmounted afterwards."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def fill(folder: Path) -> Path:
+    """Fill the file system of ``folder`` to the last byte; the ballast file."""
+    ballast = folder / "ballast"
+    with ballast.open("wb", buffering=0) as handle:
+        for size in (1 << 20, 1 << 12, 1):
+            try:
+                while True:
+                    handle.write(b"\0" * size)
+            except OSError:
+                continue
+    return ballast
+
+
+def test_a_full_disk_names_the_file_marks_the_run_failed_and_loses_nothing(
+    tmp_path, bat, home, small_disk
+):
+    output = small_disk / "output"
+    project = make_project(
+        tmp_path / "p",
+        tasks(12),
+        concurrency=2,
+        agent_env={"LATENCY_MS": "300"},
+        output_dir=str(output),
+    )
+    proc = start_bat("eval.run", cwd=project, home=home)
+    wait_until(lambda: len(list(output.glob("*/*/episodes/*.json"))) >= 2, what="episodes")
+    (run_dir,) = [p.parent for p in output.glob("*/run.json")]
+    agent = json.loads((run_dir / f"agent-{MODEL}.process.json").read_text())
+    ballast = fill(small_disk)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert_no_traceback(err)
+    line = next(line for line in err.splitlines() if line.startswith("bat: error:"))
+    assert f"bat: error: cannot write {run_dir}/" in line, line
+    assert "No space left on device" in line and f"--resume {run_dir.name}" in line
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
+    kept = {p.name: json.loads(p.read_text()) for p in run_dir.glob(f"{MODEL}/episodes/*.json")}
+    assert 2 <= len(kept) < 12 and all(e["verdict"]["passed"] for e in kept.values())
+    assert not list(run_dir.rglob("*.tmp"))  # no temporary file left taking room
+    assert not group_alive(agent["pgid"])
+
+    ballast.unlink()
+    again = bat("eval.run", "--resume", cwd=project)
+    assert again.code == 0, again.out + again.err
+    final = {p.name: json.loads(p.read_text()) for p in run_dir.glob(f"{MODEL}/episodes/*.json")}
+    assert sorted(final) == [f"t{i:02d}__try1.json" for i in range(12)]
+    for name, episode in kept.items():  # what was written before the disk filled stays
+        assert final[name]["started_at"] == episode["started_at"]
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
+
+
+# --- the judge client: no wait without an end --------------------------------------------
+
+
+@pytest.fixture
+def slow_judge():
+    """A judge server that sends its answer a byte every 0.1 s (``/drip``) or asks to come
+    back in 300 s (``/busy``); its base URL."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    answer = json.dumps({"choices": [{"message": {"content": judge_reply(0.5)}}]}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            if self.path.startswith("/busy"):
+                self.send_response(429)
+                self.send_header("Retry-After", "300")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            try:
+                for byte in answer:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass  # the client gave up
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_judge_answer_dripping_in_ends_at_the_timeout(slow_judge):
+    from bat.evaluation.config import JudgeSpec
+    from bat.evaluation.judging.client import JudgeClient
+    from bat.evaluation.judging.parse import JudgeError
+
+    spec = JudgeSpec(provider="openai", model="m", base_url=f"{slow_judge}/drip/v1")
+    client = JudgeClient(spec.model_copy(update={"timeout_s": 1, "max_retries": 0}), None)
+    started = time.monotonic()
+    with pytest.raises(JudgeError, match=r"no answer within 1 s \(gave up after 1 attempt\)"):
+        client.chat("system", "user")  # each byte comes well within the read timeout
+    assert time.monotonic() - started < 3
+
+
+def test_cancel_ends_a_retry_after_wait_at_once(slow_judge):
+    import threading
+
+    from bat.evaluation.config import JudgeSpec
+    from bat.evaluation.judging.client import JudgeClient
+    from bat.evaluation.judging.parse import JudgeError
+
+    spec = JudgeSpec(
+        provider="openai", model="m", base_url=f"{slow_judge}/busy/v1", max_retry_after_s=600
+    )
+    client = JudgeClient(spec, None)
+    threading.Timer(0.5, client.cancel).start()
+    started = time.monotonic()
+    with pytest.raises(JudgeError, match="judging was stopped"):
+        client.chat("system", "user")
+    assert time.monotonic() - started < 3  # not the 300 s the server asked for
+    with pytest.raises(JudgeError, match="judging was stopped"):
+        client.chat("system", "user")  # and no new request once cancelled

@@ -248,7 +248,7 @@ class JudgeClient:
                 self._requests += 1
             wait: float | None = None
             try:
-                response = session.post(self.url, json=body, headers=headers, timeout=timeout)
+                response = self._post(session, body, headers)
             except requests.Timeout:
                 failure = f"no answer within {timeout:g} s"
             except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
@@ -274,6 +274,40 @@ class JudgeClient:
             capped = f"; {note}" if note else capped
             self._sleep(seconds)
             attempt += 1
+
+    def _post(self, session: Any, body: dict[str, Any], headers: dict[str, str]) -> Any:
+        """POST ``body``; the whole answer must be in within ``judge.timeout_s``.
+
+        ``requests`` bounds each read, not the answer: a server sending a byte every few
+        seconds would hold a worker, and so the run, for ever. The body is read as it
+        comes, and the clock checked between reads.
+        """
+        import requests
+        import urllib3
+
+        timeout = self.spec.timeout_s
+        deadline = time.monotonic() + timeout
+        response = session.post(self.url, json=body, headers=headers, timeout=timeout, stream=True)
+        read = getattr(response.raw, "read1", None)  # urllib3 2: what has come, at once
+        data = bytearray()
+        try:
+            while chunk := (read(65536, decode_content=True) if read else response.raw.read(512)):
+                data += chunk
+                if time.monotonic() > deadline:
+                    raise requests.Timeout(f"the answer took over {timeout:g} s")
+        except requests.Timeout:  # (an OSError too: first)
+            response.close()  # a connection left mid-answer is not reused
+            raise
+        except urllib3.exceptions.ReadTimeoutError as exc:
+            response.close()
+            raise requests.Timeout(str(exc)) from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            response.close()
+            raise requests.ConnectionError(str(exc)) from None
+        response._content = bytes(data)  # what .text and .json() read
+        response._content_consumed = True
+        response.close()  # read to its end: the connection goes back to the pool
+        return response
 
     def _content(self, response: Any) -> str:
         """The assistant's text out of a 200 response of either protocol."""
