@@ -27,6 +27,7 @@ from pathlib import Path
 
 from bat.atomic import write_text_atomic
 from bat.errors import InputError, OperationError
+from bat.evaluation import agent_watchdog
 from bat.evaluation.agent_card import CARD_PATHS, card_answers
 from bat.evaluation.agent_watchdog import stop_group
 from bat.uv_binary import find_uv
@@ -119,9 +120,11 @@ class AgentProcess:
         if self._watchdog is None:
             read_end, write_end = os.pipe()  # not inherited by the agent: bat alone holds it
             try:
+                # Run by its path, isolated (-I): no folder of the agent's can shadow it.
+                script = agent_watchdog.__file__
                 grace = str(self.shutdown_timeout_s)
                 self._watchdog = subprocess.Popen(
-                    [sys.executable, "-m", "bat.evaluation.agent_watchdog", grace],
+                    [sys.executable, "-I", script, grace],
                     stdin=read_end,
                     stdout=subprocess.DEVNULL,
                     start_new_session=True,

@@ -1,15 +1,18 @@
 """The agent's watchdog: the agent bat started must not outlive bat, however bat ends.
 
 bat stops its agent on success, error and Ctrl-C, but a ``kill -9`` (or the OOM killer)
-gives it no chance to. So next to the agent, bat starts this small process
-(``python -m bat.evaluation.agent_watchdog GRACE_S``) and keeps the only write end of a
-pipe to its stdin. Each time bat starts the agent it writes the agent's process-group id
-on a line (``0``: no agent running now). The kernel closes the pipe when bat ends, in
-any way; the watchdog then stops the last group it was told of, the way bat would:
-SIGTERM to the whole group (``uv run`` and the server it started), SIGKILL to what is left
-after ``GRACE_S``. It has its own session, so a Ctrl-C at the terminal does not reach it.
+gives it no chance to. So next to the agent, bat starts this small process and keeps
+the only write end of a pipe to its stdin. Each time bat starts the agent it writes the
+agent's process-group id on a line (``0``: no agent running now). The kernel closes the
+pipe when bat ends, in any way; the watchdog then stops the last group it was told of,
+the way bat would: SIGTERM to the whole group (``uv run`` and the server it started),
+SIGKILL to what is left after ``GRACE_S``. It has its own session, so a Ctrl-C at the
+terminal does not reach it.
 
-No import of bat or of anything heavy: it starts in milliseconds.
+It is run as a script (``python -I .../agent_watchdog.py GRACE_S``) and imports nothing
+but the standard library: it starts in milliseconds, wherever bat is installed.
+(Linux's parent-death signal would not do: it fires when the *thread* that started the
+child ends, and bat restarts agents from worker threads.)
 """
 
 from __future__ import annotations

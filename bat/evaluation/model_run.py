@@ -89,7 +89,6 @@ def run_model(
         expected = spans_file is not None and settings.writes_spans
         log = agent_log(run_dir, record)
         agent = _agent_process(resolved, settings, model, model_dir, log, spans_file)
-        agent.record = agent_record(run_dir, record)
     elif not card_answers(resolved.agent_url):
         raise InputError(
             f"no agent answers at {resolved.agent_url} (at /.well-known/agent-card.json or "
@@ -148,11 +147,6 @@ def agent_log(run_dir: Path, record: ModelRecord) -> Path:
     return run_dir / f"agent-{record.dir}.log"
 
 
-def agent_record(run_dir: Path, record: ModelRecord) -> Path:
-    """Where the pid and start time of the model's running agent are kept."""
-    return run_dir / f"agent-{record.dir}.process.json"
-
-
 def failed(record: ModelRecord, reason: str, log: Path | None) -> None:
     """Mark ``record`` as a model that could not be evaluated, with the end of its log."""
     record.status = "failed"
@@ -189,4 +183,5 @@ def _agent_process(resolved, settings, model, model_dir, log, spans_file) -> Age
         url=resolved.agent_url,
         startup_timeout_s=resolved.evaluation.agent_startup_timeout_s,
         shutdown_timeout_s=resolved.evaluation.agent_shutdown_timeout_s,
+        record=log.with_suffix(".process.json"),
     )

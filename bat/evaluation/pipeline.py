@@ -147,13 +147,15 @@ def run_evaluation(
         wanted = None if resume in (None, True) else str(resume)
         run_dir = rundir.find_run(resolved.output_dir, wanted)
         rundir.model_dirs(run_dir)  # a crafted models[].dir is refused, run.json unchanged
-        earlier = rundir.update_run(run_dir, status="running", resumed_at=rundir.now_iso())
+        with naming(run_dir / rundir.RUN_FILE):
+            earlier = rundir.update_run(run_dir, status="running", resumed_at=rundir.now_iso())
         if earlier.get("dataset_sha256") != checked.dataset.sha256:
             warn(f"the dataset changed since {run_dir.name} started; new tasks are added to it")
         _carry_over(records, earlier)
     else:
         run_dir = rundir.new_run_dir(resolved.output_dir, evaluation.run_name)
-        rundir.write_run(run_dir, _run_record(resolved, checked.dataset, run_dir, records))
+        with naming(run_dir / rundir.RUN_FILE):
+            rundir.write_run(run_dir, _run_record(resolved, checked.dataset, run_dir, records))
     say(f"run {run_dir}")
     errors: list[BatError] = []
     try:
@@ -234,9 +236,7 @@ def _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say)
 
 def _summarize_model_of(run_dir: Path, record: ModelRecord) -> None:
     """summary.json and metrics.json of one model, as soon as its episodes are done."""
-    model_dir = run_dir / record.dir
-    with naming(model_dir / "summary.json or metrics.json"):
-        summarize_model(run_dir, record.as_json(), rundir.read_run(run_dir))
+    summarize_model(run_dir, record.as_json(), rundir.read_run(run_dir))
 
 
 def _conclude(run_dir: Path, records: list[ModelRecord], errors: list[BatError]) -> RunReport:
@@ -393,7 +393,8 @@ def summarize_model(run_dir: Path, model: dict, record: dict) -> list[Path]:
     written = []
     for name, content in (("summary.json", summary), ("metrics.json", metrics)):
         content = secrets.scrub_data(content)
-        write_text_atomic(model_dir / name, json.dumps(content, indent=1) + "\n")
+        with naming(model_dir / name):
+            write_text_atomic(model_dir / name, json.dumps(content, indent=1) + "\n")
         written.append(model_dir / name)
     return written
 
