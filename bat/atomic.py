@@ -85,7 +85,10 @@ def write_bytes_atomic(
     except FileNotFoundError:
         keep = mode if mode is not None else 0o666 & ~_umask()
     # mkstemp creates the file 0600, so a secret is never readable by others, even briefly.
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise _naming(exc, path) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -93,10 +96,18 @@ def write_bytes_atomic(
             os.fsync(handle.fileno())
         os.chmod(tmp, keep)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise _naming(exc, path) from None
         raise
+
+
+def _naming(exc: OSError, path: Path) -> OSError:
+    """The error with ``path`` as its file: a full disk fails on the temporary file, or
+    names no file at all, and the user must hear which of their files was not written."""
+    return OSError(exc.errno, exc.strerror or str(exc), str(path))
 
 
 def _umask() -> int:

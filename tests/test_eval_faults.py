@@ -479,3 +479,16 @@ def test_cancel_ends_a_retry_after_wait_at_once(slow_judge):
     assert time.monotonic() - started < 3  # not the 300 s the server asked for
     with pytest.raises(JudgeError, match="judging was stopped"):
         client.chat("system", "user")  # and no new request once cancelled
+
+
+def test_a_write_that_finds_the_disk_full_names_the_file_and_keeps_the_old_one(small_disk):
+    from bat.atomic import write_text_atomic
+
+    path = small_disk / "summary.json"
+    write_text_atomic(path, '{"kept": true}\n')
+    fill(small_disk)
+    with pytest.raises(OSError) as caught:
+        write_text_atomic(path, json.dumps({"new": "x" * 100_000}))
+    assert caught.value.filename == str(path) and "No space left" in caught.value.strerror
+    assert json.loads(path.read_text()) == {"kept": True}
+    assert sorted(p.name for p in small_disk.iterdir()) == ["ballast", "summary.json"]
