@@ -122,8 +122,16 @@ def resume_completes(bat, project: Path, total: int) -> None:
 # --- kill -9 of bat ---------------------------------------------------------------------
 
 
-def slow_project(root: Path, n: int = 12) -> Path:
-    return make_project(root, tasks(n), concurrency=2, agent_env={"LATENCY_MS": "300"})
+# Like `uv run`: a first process that starts the server as its child, in its group.
+WRAPPED = (
+    '{python} -c "import subprocess, sys; '
+    "sys.exit(subprocess.call([sys.executable, '-m', 'eval_fixtures.echo_agent']))\""
+)
+
+
+def slow_project(root: Path, n: int = 12, **settings) -> Path:
+    env = {"LATENCY_MS": "300", **settings.pop("agent_env", {})}
+    return make_project(root, tasks(n), concurrency=2, agent_env=env, **settings)
 
 
 def started_and_working(project: Path, proc: subprocess.Popen) -> dict:
@@ -136,15 +144,19 @@ def started_and_working(project: Path, proc: subprocess.Popen) -> dict:
     return agent_identity(project)
 
 
-def test_kill_9_of_bat_takes_the_agent_down_and_resume_finishes(tmp_path, bat, home):
-    project = slow_project(tmp_path)
+@pytest.mark.parametrize("command", [None, WRAPPED], ids=["direct", "wrapped"])
+def test_kill_9_of_bat_takes_the_agent_down_and_resume_finishes(tmp_path, bat, home, command):
+    server_pid = tmp_path / "server.pid"  # the process that listens, wrapped or not
+    project = slow_project(tmp_path / "p", command=command, agent_env={"PID_FILE": str(server_pid)})
     proc = start_bat("eval.run", cwd=project, home=home)
     agent = started_and_working(project, proc)
-    assert group_alive(agent["pgid"])
+    server = int(server_pid.read_text())
+    assert group_alive(agent["pgid"]) and pid_alive(server)
+    assert (server == agent["pid"]) == (command is None)
     proc.kill()
     proc.communicate(timeout=10)
     wait_until(lambda: not group_alive(agent["pgid"]), 10, "the agent's group to end")
-    assert not pid_alive(agent["watchdog_pid"])  # the watchdog went with it
+    assert not pid_alive(server) and not pid_alive(agent["watchdog_pid"])
     written = episodes_written(project)
     resume_completes(bat, project, 12)
     run = json.loads((the_run(project) / "run.json").read_text())
@@ -200,6 +212,19 @@ def test_a_foreign_process_on_the_port_is_refused_and_left_alone(tmp_path, bat, 
 
 
 # --- Ctrl-C -------------------------------------------------------------------------------
+
+
+def test_ctrl_c_while_the_agent_starts_stops_it(tmp_path, home):
+    project = slow_project(tmp_path, command=WRAPPED, agent_env={"STARTUP_DELAY_MS": "60000"})
+    proc = start_bat("eval.run", cwd=project, home=home)
+    wait_until(lambda: agent_identity(project) is not None, what="the agent to be started")
+    agent = agent_identity(project)
+    time.sleep(0.5)  # bat waits for the card, which will not answer for a minute
+    code, _, err = interrupt(proc)
+    assert code == 130, err
+    assert_no_traceback(err)
+    assert not group_alive(agent["pgid"]) and not pid_alive(agent["watchdog_pid"])
+    assert json.loads((the_run(project) / "run.json").read_text())["status"] == "interrupted"
 
 
 def test_ctrl_c_during_the_episodes_keeps_them_and_stops_the_agent(tmp_path, bat, home):
