@@ -280,6 +280,25 @@ def test_ctrl_c_while_the_report_is_drawn_exits_130_in_one_line(tmp_path, bat, h
     assert again.code == 0 and (project / "eval/output/report.html").is_file(), again.err
 
 
+@pytest.mark.parametrize("delay_s", [0.0, 0.02, 0.05])
+def test_ctrl_c_as_bat_exits_is_130_or_a_finished_run_never_death_by_signal(
+    tmp_path, home, delay_s
+):
+    """After its last line, bat used to die of the signal (status -2) in the interpreter's
+    shutdown. Now it is either still at work (130, one line) or done (0)."""
+    project = make_project(tmp_path, tasks(2))
+    proc = start_bat("eval.run", cwd=project, home=home)
+    read_until(proc, "report.html")
+    time.sleep(delay_s)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode in (0, 130), (proc.returncode, err)
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    if proc.returncode == 130:
+        assert err.strip().splitlines()[-1].startswith("bat: error: interrupted"), err
+    assert_all_json_valid(project)
+
+
 # --- the judge: Retry-After -------------------------------------------------------------
 
 

@@ -57,8 +57,13 @@ class BatProgram(Program):
         """Run once and exit with :meth:`status_of_run`'s status (``exit=False``: return it).
 
         Ctrl-C at any moment ends in status 130 and one line, never a traceback: also
-        while an error is being reported, and after the work is done (see
-        :func:`exit_interrupted`).
+        while an error is being reported, and after the work is done.
+
+        With ``exit``, the process ends here, without the interpreter's shutdown: that
+        shutdown first gives Ctrl-C back its default action (death by SIGINT, status
+        -2), then waits for worker threads and tears down the chart renderer's runtime,
+        which takes a moment. Nothing is left to do by then: every file bat wrote is
+        closed (written atomically), and the output is flushed here.
         """
         try:
             code = self.status_of_run(argv)
@@ -67,12 +72,10 @@ class BatProgram(Program):
         if not exit:
             return code
         if code == 130:
-            exit_interrupted()
-        # From here on the work is done; a late Ctrl-C must not turn into a traceback in
-        # the interpreter's shutdown (or exit status -2): it ends the process at once.
+            exit_now(130)
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, _interrupted_at_exit)
-        sys.exit(code)
+        exit_now(code)
 
     def status_of_run(self, argv: list[str] | str | None) -> int:
         """Invoke's run steps, with every user-facing failure turned into a status."""
@@ -290,25 +293,26 @@ def report(message: str, code: int) -> int:
     return code
 
 
-def exit_interrupted() -> NoReturn:
-    """End the process with status 130 now, without waiting for any thread.
+def exit_now(code: int) -> NoReturn:
+    """Flush the output and end the process with ``code`` at once, waiting for no thread.
 
     Worker threads (the judge's, waiting on a server or a ``Retry-After``) cannot be
-    interrupted, and Python waits for them at exit; after Ctrl-C nothing they could
-    still do is wanted: every file is written atomically, so ending them mid-way loses
-    nothing that was finished. A second Ctrl-C while the output is flushed is ignored.
+    interrupted, and Python would wait for them; after Ctrl-C or a failure nothing they
+    could still do is wanted, and every file is written atomically, so ending them
+    mid-way loses nothing that was finished. A Ctrl-C while the output is flushed is
+    ignored when the status is already 130.
     """
-    if threading.current_thread() is threading.main_thread():
+    if code == 130 and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
-    os._exit(130)
+    os._exit(code)
 
 
 def _interrupted_at_exit(signum, frame) -> None:
     print(error_line(INTERRUPTED), file=sys.stderr)
-    exit_interrupted()
+    exit_now(130)
 
 
 def main() -> None:
