@@ -111,9 +111,7 @@ class AgentProcess:
             "pgid": pid,  # start_new_session: the agent leads a group of its own
             "start_ticks": start_ticks(pid),
             "watchdog_pid": self._watchdog.pid if self._watchdog is not None else None,
-            "command": self.command,
-            "url": self.url,
-        }
+        }  # no command or URL: they may hold a secret, and nothing here needs them
 
     def _guard(self, group: int) -> None:
         """Tell the watchdog which process group to stop if bat dies (0: none)."""
