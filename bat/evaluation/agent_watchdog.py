@@ -23,6 +23,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 POLL_S = 0.05
 
@@ -35,19 +36,44 @@ def stop_group(group: int, grace_s: float, reap: Callable[[], object] | None = N
     """
     try:
         os.killpg(group, signal.SIGTERM)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):  # gone, or not ours to stop
         return
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         if reap is not None:
             reap()
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
+        if not group_alive(group):
             return
         time.sleep(POLL_S)
-    with contextlib.suppress(ProcessLookupError):
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group, signal.SIGKILL)
+
+
+def group_alive(group: int) -> bool:
+    """Whether a process of ``group`` still runs.
+
+    A member that has ended but was not reaped yet (a zombie) still counts for ``killpg``;
+    it cannot be reaped here (it is not our child: its parent, bat, may be gone, and the
+    system's reaper takes its time), so on Linux the members are looked up in /proc.
+    """
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # ended while we looked
+        fields = text[text.rfind(")") + 2 :].split()  # state, ppid, pgrp, ...
+        if len(fields) > 2 and fields[2] == str(group) and fields[0] != "Z":
+            return True
+    return False
 
 
 def main(argv: list[str]) -> int:
