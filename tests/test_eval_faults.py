@@ -266,8 +266,11 @@ def test_ctrl_c_while_the_report_is_drawn_exits_130_in_one_line(tmp_path, bat, h
     proc = start_bat("eval.run", cwd=project, home=home)
     read_until(proc, "file(s) in")  # eval.summarize is done: eval.plot begins
     time.sleep(delay_s)
-    if proc.poll() is not None:
-        pytest.skip("bat ended before the signal (a fast machine)")
+    if proc.poll() is not None:  # a fast machine drew it all first: then it is whole
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0 and "Traceback" not in err, err
+        assert (project / "eval/output/report.html").is_file()
+        return
     code, _, err = interrupt(proc)
     assert code == 130, err
     assert_no_traceback(err)

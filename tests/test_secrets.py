@@ -174,7 +174,8 @@ def test_no_secret_in_any_file_or_output_of_a_judged_run(tmp_path, bat, home):
         # Every file that can hold a secret is private to its owner.
         private = [run_dir / "run.json", run_dir / "m1" / "agent-config.yaml"]
         private += sorted((run_dir / "judge-cache").glob("*.json"))
-        assert len(private) > 2
+        private += sorted(run_dir.rglob("agent-*.log"))  # what the agent printed
+        assert len(private) > 3
         for path in private:
             assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
     finally:

@@ -82,7 +82,9 @@ class AgentProcess:
         if argv[0] == "uv":  # the uv installed with bat, even when it is not on PATH
             argv[0] = find_uv() or "uv"
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        with self.log.open("ab") as out:
+        # The agent prints what it likes (its settings, a key in a stack trace): 0600.
+        fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "ab") as out:
             try:
                 self.proc = subprocess.Popen(
                     argv,
