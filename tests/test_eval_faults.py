@@ -228,11 +228,17 @@ def test_ctrl_c_while_the_agent_starts_stops_it(tmp_path, home):
     assert json.loads((the_run(project) / "run.json").read_text())["status"] == "interrupted"
 
 
-def test_ctrl_c_during_the_episodes_keeps_them_and_stops_the_agent(tmp_path, bat, home):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_during_the_episodes_keeps_them_and_stops_the_agent(
+    tmp_path, bat, home, signum
+):
+    """Ctrl-C, or SIGTERM as a cancelled CI job sends it: the same orderly stop."""
     project = slow_project(tmp_path)
     proc = start_bat("eval.run", cwd=project, home=home)
     agent = started_and_working(project, proc)
-    code, _, err = interrupt(proc)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=20)
+    code = proc.returncode
     assert code == 130, err
     assert_no_traceback(err)
     assert "finished episodes are saved in" in err and "--resume" in err

@@ -316,5 +316,15 @@ def _interrupted_at_exit(signum, frame) -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point.
+
+    SIGTERM (a cancelled CI job, ``kill``) is taken as Ctrl-C: the run is marked
+    interrupted, its agent stopped and what was finished kept, instead of bat vanishing
+    with run.json still saying ``running``.
+    """
+    signal.signal(signal.SIGTERM, _terminated)
     BatProgram().run()
+
+
+def _terminated(signum, frame) -> None:
+    raise KeyboardInterrupt
