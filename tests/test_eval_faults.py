@@ -229,9 +229,7 @@ def test_ctrl_c_while_the_agent_starts_stops_it(tmp_path, home):
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_during_the_episodes_keeps_them_and_stops_the_agent(
-    tmp_path, bat, home, signum
-):
+def test_ctrl_c_during_the_episodes_keeps_them_and_stops_the_agent(tmp_path, bat, home, signum):
     """Ctrl-C, or SIGTERM as a cancelled CI job sends it: the same orderly stop."""
     project = slow_project(tmp_path)
     proc = start_bat("eval.run", cwd=project, home=home)
