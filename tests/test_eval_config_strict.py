@@ -221,6 +221,8 @@ def _env_value(v) -> bool:
 
 
 def _run_name(v) -> bool:
+    if v is None:  # `run_name:` left empty: no name, the default
+        return True
     return type(v) is str and 0 < len(v) <= 100 and bool(v.strip()) and v.isprintable()
 
 

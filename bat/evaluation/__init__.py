@@ -2,9 +2,11 @@
 
 Plain library code (no Invoke). Every stage reads and writes files in one run directory
 (``rundir``), so stages are independent, re-runnable and an interrupted run loses
-nothing. Modules, in pipeline order: ``config``, ``variables`` and ``dataset`` (inputs),
-``agent_settings`` (what the agent's own files say), ``agent_process`` (start, stop,
-restart the agent), ``agent_card`` and ``adapter`` (find the card, talk A2A over any
+nothing. Modules, in pipeline order: ``config``, ``variables``, ``dataset`` and
+``output_regex`` (inputs; every file is read through ``bat.input_files``),
+``agent_settings`` (what the agent's own files say), ``agent_process`` and
+``agent_watchdog`` (start, stop, restart the agent; it never outlives bat),
+``secrets`` (what must never be written or printed), ``agent_card`` and ``adapter`` (find the card, talk A2A over any
 binding), ``failures`` (agent errors apart from infrastructure failures), ``spans``
 (traces from span files), ``runner`` (episodes, concurrently, surviving crashes),
 ``model_run`` and ``pipeline`` (the stages), ``verdict`` (deterministic checks),

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bat.evaluation.dataset import REGEX_TIME_LIMIT_S, TaskExpected, ToolCallExpectation
+from bat.evaluation.dataset import TaskExpected, ToolCallExpectation
+from bat.evaluation.output_regex import REGEX_TIME_LIMIT_S
 from bat.evaluation.records import Check, EpisodeResult, ToolCall, Verdict
 
 
