@@ -6,9 +6,10 @@ nothing. Modules, in pipeline order: ``config``, ``variables``, ``dataset`` and
 ``output_regex`` (inputs; every file is read through ``bat.input_files``),
 ``agent_settings`` (what the agent's own files say), ``agent_process`` and
 ``agent_watchdog`` (start, stop, restart the agent; it never outlives bat),
-``secrets`` (what must never be written or printed), ``agent_card`` and ``adapter`` (find the card, talk A2A over any
-binding), ``failures`` (agent errors apart from infrastructure failures), ``spans``
-(traces from span files), ``runner`` (episodes, concurrently, surviving crashes),
+``secrets`` (what must never be written or printed), ``agent_card`` and ``adapter``
+(find the card, talk A2A over any binding), ``failures`` (agent errors apart from
+infrastructure failures), ``spans`` (traces from span files), ``runner`` (episodes,
+concurrently, surviving crashes),
 ``model_run`` and ``pipeline`` (the stages), ``verdict`` (deterministic checks),
 ``metrics`` (summary.json, metrics.json), ``judging``, ``charts``, ``report``,
 ``compare``, and ``batcli`` (the files of bat-cli 2026.10).
