@@ -5,9 +5,12 @@ disk) never leaves a truncated ``.env`` or a half-rendered template behind.
 
 Two rules protect what a user set up around a file:
 
-* a symbolic link is written through, never replaced: the temporary file goes beside the
-  link's final target and is renamed over that target, so the link (say ``.env`` pointing
-  at a shared secrets file) stays a link and the target keeps its mode;
+* a symbolic link is written through only when the caller asks (``follow_links=True``,
+  for the files a user owns: ``.env``, an agent's sources): the temporary file goes beside
+  the link's final target and is renamed over that target, so the link (say ``.env``
+  pointing at a shared secrets file) stays a link and the target keeps its mode. By
+  default a link is replaced by the new file and its target left alone, so a link planted
+  in a folder bat writes (a run folder) can never lead a write elsewhere;
 * a file the user made read-only (no write bit, or not writable by us) is refused with
   :class:`ReadOnlyFile` unless the caller passes ``allow_read_only=True``: renaming over it
   would work, since only the folder's permission counts, and silently undo the user's
@@ -44,13 +47,16 @@ def resolved(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
-def check_writable(path: Path, *, allow_read_only: bool = False) -> None:
+def check_writable(
+    path: Path, *, allow_read_only: bool = False, follow_links: bool = True
+) -> None:
     """Raise :class:`ReadOnlyFile` if ``path`` exists and is read-only (see module doc).
 
     Callers that write several files call this for each before writing the first, so a
-    refusal leaves every file as it was.
+    refusal leaves every file as it was. A link that is not followed is replaced, whatever
+    its target's mode.
     """
-    if allow_read_only:
+    if allow_read_only or (not follow_links and Path(path).is_symlink()):
         return
     target = resolved(Path(path))
     try:
@@ -63,26 +69,47 @@ def check_writable(path: Path, *, allow_read_only: bool = False) -> None:
 
 
 def write_text_atomic(
-    path: Path, text: str, *, mode: int | None = None, allow_read_only: bool = False
+    path: Path,
+    text: str,
+    *,
+    mode: int | None = None,
+    allow_read_only: bool = False,
+    follow_links: bool = False,
 ) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory.
 
     The permission bits of an existing file are kept (a ``.env`` made private stays
     private); ``mode`` sets them for a new file (default: 0o666 less the umask; pass
-    :data:`PRIVATE` for a file that can hold a secret).
+    :data:`PRIVATE` for a file that can hold a secret). ``follow_links``: see the module
+    doc.
     """
-    write_bytes_atomic(path, text.encode("utf-8"), mode=mode, allow_read_only=allow_read_only)
+    write_bytes_atomic(
+        path,
+        text.encode("utf-8"),
+        mode=mode,
+        allow_read_only=allow_read_only,
+        follow_links=follow_links,
+    )
 
 
 def write_bytes_atomic(
-    path: Path, data: bytes, *, mode: int | None = None, allow_read_only: bool = False
+    path: Path,
+    data: bytes,
+    *,
+    mode: int | None = None,
+    allow_read_only: bool = False,
+    follow_links: bool = False,
 ) -> None:
     """Binary twin of :func:`write_text_atomic`."""
-    check_writable(path, allow_read_only=allow_read_only)
-    target = resolved(Path(path))
+    check_writable(path, allow_read_only=allow_read_only, follow_links=follow_links)
+    target = resolved(Path(path)) if follow_links else Path(path)
     try:
-        keep = stat.S_IMODE(target.stat().st_mode)
+        info = target.stat() if follow_links else target.lstat()
     except FileNotFoundError:
+        info = None
+    if info is not None and not stat.S_ISLNK(info.st_mode):
+        keep = stat.S_IMODE(info.st_mode)
+    else:  # a new file, or a link to replace: the new file's own mode
         keep = mode if mode is not None else 0o666 & ~_umask()
     # mkstemp creates the file 0600, so a secret is never readable by others, even briefly.
     try:

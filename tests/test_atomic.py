@@ -33,12 +33,25 @@ def test_a_chain_of_links_is_written_through_to_its_target(tmp_path):
     (tmp_path / "middle").symlink_to(target)
     link = tmp_path / ".env"
     link.symlink_to("middle")
-    write_text_atomic(link, "new")
+    write_text_atomic(link, "new", follow_links=True)
     assert link.is_symlink() and os.readlink(link) == "middle"
     assert (tmp_path / "middle").is_symlink()
     assert target.read_text() == "new" and mode(target) == 0o604
     # The temporary file went beside the target and is gone.
     assert sorted(p.name for p in (tmp_path / "store").iterdir()) == ["real.env"]
+
+
+def test_by_default_a_link_is_replaced_and_its_target_left_alone(tmp_path):
+    """A link planted in a folder bat writes (a run folder) leads no write elsewhere."""
+    outside = tmp_path / "outside"
+    outside.write_text("victim")
+    os.chmod(outside, 0o400)  # read-only or not, the link is what is replaced
+    (tmp_path / "run").mkdir()
+    link = tmp_path / "run" / "summary.json"
+    link.symlink_to(outside)
+    write_text_atomic(link, "{}", mode=PRIVATE)
+    assert not link.is_symlink() and link.read_text() == "{}" and mode(link) == PRIVATE
+    assert outside.read_text() == "victim"
 
 
 @pytest.mark.parametrize("bits", [0o400, 0o444, 0o000])

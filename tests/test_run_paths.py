@@ -107,7 +107,10 @@ def test_a_crafted_model_dir_is_refused_and_nothing_changes(project, tmp_path, b
     lines = result.err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("bat: error: "), result.err
     assert "Traceback" not in result.err
-    assert f"{run_dir / 'run.json'}: models[0].dir" in lines[0]
+    if how == "symlink":  # found by the run's own check: it holds no link at all
+        assert f"{run_dir / 'link'} is a symbolic link" in lines[0]
+    else:
+        assert f"{run_dir / 'run.json'}: models[0].dir" in lines[0]
     assert fingerprint(tmp_path) == before
 
 
@@ -132,7 +135,8 @@ def test_an_episode_folder_linked_out_of_the_run_is_refused(project, tmp_path, b
         before = fingerprint(outside)
         result = bat(*args, cwd=project)
         assert result.code == 2, (args, result.out, result.err)
-        assert result.err.startswith("bat: error: ") and "leads outside" in result.err
+        assert result.err.startswith(f"bat: error: {episodes}")  # named, as a link or
+        assert "is a symbolic link" in result.err or "leads outside" in result.err  # its file
         assert len(result.err.splitlines()) == 1, result.err
         assert fingerprint(outside) == before, args
     assert report.read_text() == shown  # no page shows the files linked in from outside
@@ -170,6 +174,59 @@ def test_a_judge_cache_linked_out_of_the_run_is_refused(project, tmp_path, bat, 
     before = fingerprint(tmp_path)
     result = bat("eval.judge", "--run", str(run_dir), cwd=project)
     assert result.code == 2, (result.out, result.err)
-    assert result.err.startswith("bat: error: ") and "judge-cache leads outside" in result.err
+    assert result.err.startswith(f"bat: error: {run_dir / 'judge-cache'} is a symbolic link")
     assert fingerprint(tmp_path) == before
     assert outside.is_dir() != dangling
+
+
+# A file or folder of a run replaced by a link out of it, and the command that would
+# have written through it.
+PLANTED = {
+    "summary": ("agent-default/summary.json", ["eval.summarize", "--run"]),
+    "metrics": ("agent-default/metrics.json", ["eval.summarize", "--run"]),
+    "run.json": ("run.json", ["eval.summarize", "--run"]),
+    "config copy": ("agent-default/agent-config.yaml", ["eval.run", "--resume"]),
+    "agent log": ("agent-agent-default.log", ["eval.run", "--resume"]),
+    "episodes": ("agent-default/episodes", ["eval.run", "--resume"]),
+}
+
+
+@pytest.mark.parametrize("what", list(PLANTED))
+def test_a_link_planted_in_a_run_is_refused_before_anything_is_written(
+    project, tmp_path, bat, what
+):
+    """No command writes through a link in a run folder (the agent is not even started:
+    an episode deleted below makes --resume want to run one)."""
+    (run_dir,) = run_dirs(project)
+    relative, command = PLANTED[what]
+    planted = run_dir / relative
+    outside = tmp_path / "outside"
+    if planted.is_dir():
+        shutil.move(planted, outside)
+        next(outside.glob("*.json")).unlink()
+    elif planted.exists():  # its own content, moved out: a link bat reads without a fuss
+        shutil.move(planted, outside)
+    else:  # the config copy of an agent that has a config file
+        outside.write_text("yours\n")
+    planted.symlink_to(outside)
+    if what != "episodes":
+        next((run_dir / "agent-default" / "episodes").glob("*.json")).unlink()
+    before = fingerprint(tmp_path)
+    result = bat(*command, run_dir.name, cwd=project)
+    assert result.code == 2, (result.out, result.err)
+    assert result.err.startswith(f"bat: error: {planted} is a symbolic link"), result.err
+    assert fingerprint(tmp_path) == before
+    assert not list(tmp_path.rglob("agent-*.process.json"))  # no agent was started
+
+
+def test_a_link_where_plot_writes_is_replaced_not_written_through(project, tmp_path, bat):
+    """report.html and the charts are written beside the runs; a link there is replaced."""
+    outside = tmp_path / "outside.html"
+    outside.write_text("yours\n")
+    report = project / "eval" / "output" / "report.html"
+    report.unlink()
+    report.symlink_to(outside)
+    result = bat("eval.plot", cwd=project)
+    assert result.code == 0, result.err
+    assert outside.read_text() == "yours\n"
+    assert not report.is_symlink() and "<html" in report.read_text()

@@ -83,7 +83,8 @@ class AgentProcess:
             argv[0] = find_uv() or "uv"
         self.log.parent.mkdir(parents=True, exist_ok=True)
         # The agent prints what it likes (its settings, a key in a stack trace): 0600.
-        fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        # O_NOFOLLOW: a link planted in the run folder does not lead the log elsewhere.
+        fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "ab") as out:
             try:
                 self.proc = subprocess.Popen(

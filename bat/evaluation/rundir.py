@@ -17,6 +17,7 @@ Run ids start with the UTC time, so the latest run is the last name in order.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import re
 from datetime import UTC, datetime
@@ -135,12 +136,28 @@ def infra_failures(model_dir: Path) -> set[tuple[str, int]]:
 
 
 def model_dirs(run_dir: Path) -> list[Path]:
-    """The folder of each model run.json lists, each checked to be inside the run."""
+    """The folder of each model run.json lists, each checked to be inside the run (and
+    the run checked to hold no symbolic link: see :func:`refuse_links`)."""
+    refuse_links(run_dir)
     record = read_run(run_dir)
     models = record.get("models", [])
     if not isinstance(models, list):
         raise InputError(f"{run_dir / RUN_FILE}: models: not a list")
     return [model_dir(run_dir, model, n) for n, model in enumerate(models)]
+
+
+def refuse_links(run_dir: Path) -> None:
+    """A run folder bat made holds no symbolic link; one found there (``episodes`` linked
+    to another folder, ``summary.json`` to a file of yours) could lead a write outside the
+    run, so every command that writes in a run refuses it before writing anything."""
+    for folder, dirs, files in os.walk(run_dir):
+        for name in (*dirs, *files):
+            path = Path(folder) / name
+            if path.is_symlink():
+                raise InputError(
+                    f"{path} is a symbolic link; a run folder made by bat holds none, and "
+                    "bat does not write through one (remove it, or copy what it points at)"
+                )
 
 
 def model_dir(run_dir: Path, model: Any, index: int) -> Path:

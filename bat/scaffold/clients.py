@@ -112,5 +112,5 @@ def add_clients(
         check_writable(root / relative)
     check_writable(exports)
     written = write_files(root, files)
-    write_text_atomic(exports, exports_text)
+    write_text_atomic(exports, exports_text, follow_links=True)
     return AddedClients(written=written, exports=exports)

@@ -103,7 +103,7 @@ def update_env_file(path: Path, updates: Mapping[str, str]) -> None:
     text = read_env_text(path)
     updated = apply_updates(text, updates, path=path)
     if updated != text:
-        write_text_atomic(path, updated, mode=PRIVATE)
+        write_text_atomic(path, updated, mode=PRIVATE, follow_links=True)
 
 
 def apply_updates(text: str, updates: Mapping[str, str], *, path: Path | str = ".env") -> str:

@@ -85,7 +85,7 @@ def write_files(
     for relative, text in files.items():
         path = target / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, text, mode=(modes or {}).get(relative))
+        write_text_atomic(path, text, mode=(modes or {}).get(relative), follow_links=True)
         written.append(path)
     return written
 
