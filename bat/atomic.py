@@ -47,9 +47,7 @@ def resolved(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
-def check_writable(
-    path: Path, *, allow_read_only: bool = False, follow_links: bool = True
-) -> None:
+def check_writable(path: Path, *, allow_read_only: bool = False, follow_links: bool = True) -> None:
     """Raise :class:`ReadOnlyFile` if ``path`` exists and is read-only (see module doc).
 
     Callers that write several files call this for each before writing the first, so a
