@@ -126,3 +126,19 @@ def test_qualitative_without_a_judge_or_key(tmp_path, bat, home):
     assert missing.code == 2 and "JUDGE_KEY" in missing.err
     # Both found before the agent started: not after every episode had run.
     assert not run_dirs(project) and "starting the agent" not in result.out + missing.out
+
+
+def test_judge_of_an_older_run_summarizes_that_run_not_the_latest(tmp_path, bat, home):
+    """`eval.judge --run A` chains eval.summarize and eval.plot: on A, not the newest run."""
+    project = make_project(tmp_path / "p", TASKS[:1], k=1)
+    assert bat("eval.run", cwd=project).code == 0
+    older = run_dirs(project)[0]
+    (older / "agent-default" / "summary.json").unlink()
+    assert bat("eval.run", cwd=project).code == 0
+    newer = next(d for d in run_dirs(project) if d != older)
+    newer_summary = (newer / "agent-default" / "summary.json").read_bytes()
+    result = bat("eval.judge", "--run", older.name, cwd=project)
+    assert result.code == 0, result.err
+    assert f"Wrote 2 file(s) in {older}" in result.out, result.out
+    assert (older / "agent-default" / "summary.json").is_file()
+    assert (newer / "agent-default" / "summary.json").read_bytes() == newer_summary

@@ -140,6 +140,7 @@ def judge(c: Context, run: str | None = None) -> None:
 
     resolved = _config(c)
     run_dir = _run_dir(c, run)
+    c.config.eval.run_dir = str(run_dir)  # the summary and charts that follow: this run's
     if not resolved.evaluation.qualitative:
         print(
             f"qualitative judging is off (evaluation.qualitative: false); {run_dir.name} kept as is"
