@@ -311,3 +311,16 @@ def test_turn_objects_of_user_messages_are_read(tmp_path):
     (tmp_path / "tasks.json").write_text(json.dumps([{"id": "t1", "turns": turns}]))
     dataset = load_dataset(tmp_path / "tasks.json")
     assert dataset.tasks[0].turns == ["one", "two", "three", "four"]
+
+
+def test_half_a_surrogate_pair_in_a_task_is_refused_before_a_run_starts(project, bat):
+    """JSON can spell "\\ud800", which no episode file could be written with: the run
+    once failed at its first write with a traceback and run.json left 'running'."""
+    tasks = project / "eval/input/tasks.json"
+    tasks.write_text('[{"id": "t1", "turns": ["a\\ud800b"]}]')
+    result = bat("eval.run", cwd=project)
+    assert result.code == 2 and "Traceback" not in result.err
+    assert "[0].turns[0]: holds half of a UTF-16 surrogate pair (U+D800)" in result.err
+    assert not any((project / "eval/output").iterdir())
+    tasks.write_text('[{"id": "t1", "turns": ["a\\ud83d\\ude00b"]}]')  # a whole pair: 😀
+    assert bat("eval.show", cwd=project).code == 0

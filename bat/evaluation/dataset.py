@@ -36,7 +36,7 @@ from pydantic import (
 )
 
 from bat.errors import InputError
-from bat.evaluation.locate import json_lines, validation_problems
+from bat.evaluation.locate import dotted, json_lines, validation_problems
 from bat.evaluation.output_regex import check_regex
 
 Status = Literal["completed", "input-required", "auth-required", "working", "error"]
@@ -306,7 +306,38 @@ def _read(path: Path) -> tuple[str, str]:
         raw = read_bytes(path, limit=DATASET_LIMIT, kind="a JSON dataset")
     except FileNotFoundError:
         raise InputError(f"dataset {path} not found (bat eval.init writes an example)") from None
-    return decode(path, raw), hashlib.sha256(raw).hexdigest()
+    text = decode(path, raw)
+    if _SURROGATE_ESCAPE.search(text):  # rare: only then is the file parsed twice
+        _refuse_lone_surrogates(path, text)
+    return text, hashlib.sha256(raw).hexdigest()
+
+
+# JSON may spell half of a UTF-16 pair ("\ud800"): Python reads it into a string that no
+# file, terminal or episode can be written with, so a run would fail at its first write.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _refuse_lone_surrogates(path: Path, text: str) -> None:
+    """An InputError naming the first string of ``text`` holding a lone surrogate (a
+    well-formed pair is read as the one character it spells, and passes)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return  # not JSON: the validation says so, with the line
+    stack: list[tuple[tuple, Any]] = [((), data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict):
+            stack += [((*where, str(key)), item) for key, item in value.items()]
+            stack += [(where, key) for key in value]
+        elif isinstance(value, list):
+            stack += [((*where, index), item) for index, item in enumerate(value)]
+        elif isinstance(value, str) and _SURROGATE.search(value):
+            raise InputError(
+                f"{path}: {dotted(where)}: holds half of a UTF-16 surrogate pair "
+                f"(U+{ord(_SURROGATE.search(value)[0]):04X}), which is not text"
+            )
 
 
 def _validated(
