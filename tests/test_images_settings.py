@@ -9,6 +9,7 @@ the engine, then stops with the engine error, so these rows need no Docker at al
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 
 import pytest
@@ -350,3 +351,20 @@ def test_cli_bad_values_are_usage_errors(bat, home, ctx, no_engine):
         assert result.code == 2, (args, result.err)
         assert words in result.err, result.err
         assert result.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("craft", ["fifo", "huge number"])
+def test_an_agent_json_bat_cannot_read_is_one_line_fast(tmp_path, bat, home, craft):
+    """The card is read before anything is built: a FIFO once hung `bat build`, and a
+    number of 5,000 digits (past Python's limit) was a traceback."""
+    context = make_context(tmp_path / "agent", card={"version": "1"})
+    card = context / "agent.json"
+    card.unlink()
+    if craft == "fifo":
+        os.mkfifo(card)
+    else:
+        card.write_text('{"name": "a", "version": ' + "1" * 5000 + "}")
+    result = bat("build", "--context", str(context), "--host", "127.0.0.1:1", timeout=30)
+    assert result.code == 2, result.err
+    assert result.err.startswith(f"bat: error: {card}") and "Traceback" not in result.err
+    assert len(result.err.splitlines()) == 1

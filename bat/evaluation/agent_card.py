@@ -52,15 +52,16 @@ def read_card_file(path: Path) -> dict[str, Any]:
     no ``NaN``/``Infinity`` (not JSON, though Python reads them), and ``name`` and
     ``version`` must be text. Anything else is an :class:`InputError` naming the file.
     """
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_CARD_BYTES + 1)
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+    from bat.input_files import read_bytes
+
+    if Path(path).is_dir():
+        return {}
+    try:  # the bounded reader: a FIFO or a device named agent.json cannot hang a build
+        data = read_bytes(path, limit=MAX_CARD_BYTES, kind="an agent card")
+    except (FileNotFoundError, NotADirectoryError):
         return {}
     except OSError as exc:
         raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
-    if len(data) > MAX_CARD_BYTES:
-        raise InputError(f"{path}: larger than {MAX_CARD_BYTES:,} bytes: not an agent card")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -75,6 +76,8 @@ def read_card_file(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: {exc.key} (line {line}): {exc.problem}") from None
     except RecursionError:
         raise InputError(f"{path}: invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # a number past Python's limit on the digits of an integer
+        raise InputError(f"{path}: invalid JSON: {str(exc).split(';')[0]}") from None
     if not isinstance(card, dict):
         raise InputError(f"{path}: an agent card is a JSON object, not {type(card).__name__}")
     for key in CARD_TEXT_KEYS:
