@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import struct
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -466,10 +467,16 @@ def test_a_malformed_metrics_file_is_named(tmp_path, content, says):
     bad = tmp_path / "20260101-000000-bad" / "openai_m" / "metrics.json"
     bad.parent.mkdir(parents=True)
     bad.write_text(content)
-    result = plot(tmp_path)
-    assert result.code == 2
-    assert str(bad) in result.err and says in result.err
-    assert "Traceback" not in result.err
+    result = plot(tmp_path)  # the good run is drawn, the bad one named and left out
+    assert result.code == 0, result.err
+    assert f"warning: left out of the charts and report: {bad}" in result.err
+    assert says in result.err and "Traceback" not in result.err
+    assert "1 run(s) in" in result.out
+    bad.parent.parent.joinpath("more", "m").mkdir(parents=True)
+    bad.parent.parent.joinpath("more", "m", "metrics.json").write_text(content)
+    shutil.rmtree(tmp_path / "20260101-000000-ok")
+    alone = plot(tmp_path)  # nothing usable: an error naming each file
+    assert alone.code == 2 and str(bad) in alone.err and "Traceback" not in alone.err
 
 
 def test_default_folder_is_the_output_dir_of_eval_yaml(tmp_path):

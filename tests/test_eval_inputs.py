@@ -320,7 +320,7 @@ def test_half_a_surrogate_pair_in_a_task_is_refused_before_a_run_starts(project,
     tasks.write_text('[{"id": "t1", "turns": ["a\\ud800b"]}]')
     result = bat("eval.run", cwd=project)
     assert result.code == 2 and "Traceback" not in result.err
-    assert "[0].turns[0]: holds half of a UTF-16 surrogate pair (U+D800)" in result.err
+    assert "[0].turns[0] (line 1): holds half of a UTF-16 surrogate pair (U+D800)" in result.err
     assert not any((project / "eval/output").iterdir())
     tasks.write_text('[{"id": "t1", "turns": ["a\\ud83d\\ude00b"]}]')  # a whole pair: 😀
     assert bat("eval.show", cwd=project).code == 0

@@ -360,3 +360,19 @@ def test_verdict_with_a_malformed_episode_of_ours_changes_nothing(tmp_path, bat,
     result = bat("eval.verdict", cwd=project)
     assert result.code == 2 and "t2__try1.json is not an episode file" in result.err
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_a_broken_old_run_does_not_fail_a_new_one(tmp_path, bat, home):
+    """The charts draw every run of the folder; an old run whose metrics.json is broken
+    is left out with a warning, and the new run still ends 0 with its report."""
+    project = make_project(tmp_path, "echo_tasks.json", k=1)
+    assert bat("eval.run", cwd=project).code == 0
+    (old,) = run_dirs(project)
+    broken = old / "agent-default" / "metrics.json"
+    broken.write_text("{not json")
+    result = bat("eval.run", cwd=project)
+    assert result.code == 0, result.err
+    assert f"warning: left out of the charts and report: {broken} is not valid JSON" in (result.err)
+    report = (project / "eval/output/report.html").read_text()
+    new = next(d for d in run_dirs(project) if d != old)
+    assert new.name in report and old.name not in report

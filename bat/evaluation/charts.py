@@ -273,8 +273,13 @@ class Run:
         return found
 
 
-def find_runs(folder: Path) -> list[Run]:
-    """Every folder under ``folder`` (itself included) holding a ``metrics.json``."""
+def find_runs(folder: Path, unusable: list[str] | None = None) -> list[Run]:
+    """Every folder under ``folder`` (itself included) holding a ``metrics.json``.
+
+    A file that cannot be used is an error; with ``unusable``, it is listed there and
+    left out instead (as long as one run is left), so that one broken old run does not
+    keep every later run of the folder from being drawn.
+    """
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(f"{folder} is not a folder")
@@ -294,9 +299,11 @@ def find_runs(folder: Path) -> list[Run]:
             runs.append(_load_run(path))
         except InputError as exc:
             problems.append(exc.message)
-    if len(problems) == 1:
+    if problems and unusable is not None and runs:
+        unusable += problems
+    elif len(problems) == 1:
         raise InputError(problems[0])
-    if problems:
+    elif problems:
         raise InputError(f"{len(problems)} {METRICS_FILE} files cannot be used", problems)
     runs.sort(key=lambda run: (run.run_id, run.model, str(run.folder)))
     seen: dict[tuple[str, str], int] = {}
@@ -820,6 +827,7 @@ class PlotResult:
     written: list[Path] = field(default_factory=list)
     removed: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unusable: list[str] = field(default_factory=list)  # metrics files left out, and why
 
 
 def plot_folder(folder: Path, task_filter: str | None = None) -> PlotResult:
@@ -827,11 +835,12 @@ def plot_folder(folder: Path, task_filter: str | None = None) -> PlotResult:
     from bat.evaluation.report import write_report
 
     folder = Path(folder)
-    runs = find_runs(folder)
+    unusable: list[str] = []
+    runs = find_runs(folder, unusable)
     task_filter = task_filter or None
     chart_set = build_charts(runs, task_filter)
     render(chart_set)
-    result = PlotResult(runs=runs)
+    result = PlotResult(runs=runs, unusable=unusable)
     for chart in chart_set.charts:
         svg_path, png_path = folder / f"{chart.name}.svg", folder / f"{chart.name}.png"
         write_text_atomic(svg_path, chart.svg)

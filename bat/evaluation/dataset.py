@@ -36,7 +36,7 @@ from pydantic import (
 )
 
 from bat.errors import InputError
-from bat.evaluation.locate import dotted, json_lines, validation_problems
+from bat.evaluation.locate import dotted, json_lines, line_index, validation_problems
 from bat.evaluation.output_regex import check_regex
 
 Status = Literal["completed", "input-required", "auth-required", "working", "error"]
@@ -295,6 +295,7 @@ def load_dataset(path: Path) -> Dataset:
         tasks = _tasks_one_by_one(path, text)
     if not tasks:
         raise InputError(f"{path} holds no tasks")
+    _refuse_lone_surrogates(path, text)
     return Dataset(path=path, sha256=sha256, tasks=tasks)
 
 
@@ -306,10 +307,7 @@ def _read(path: Path) -> tuple[str, str]:
         raw = read_bytes(path, limit=DATASET_LIMIT, kind="a JSON dataset")
     except FileNotFoundError:
         raise InputError(f"dataset {path} not found (bat eval.init writes an example)") from None
-    text = decode(path, raw)
-    if _SURROGATE_ESCAPE.search(text):  # rare: only then is the file parsed twice
-        _refuse_lone_surrogates(path, text)
-    return text, hashlib.sha256(raw).hexdigest()
+    return decode(path, raw), hashlib.sha256(raw).hexdigest()
 
 
 # JSON may spell half of a UTF-16 pair ("\ud800"): Python reads it into a string that no
@@ -319,8 +317,12 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _refuse_lone_surrogates(path: Path, text: str) -> None:
-    """An InputError naming the first string of ``text`` holding a lone surrogate (a
-    well-formed pair is read as the one character it spells, and passes)."""
+    """An InputError naming the first string of the valid dataset ``text`` holding a lone
+    surrogate (a well-formed pair is read as the one character it spells, and passes).
+    Called once the tasks are valid, so a task id's own check (with its line) comes
+    first; a file that spells no surrogate at all (nearly every one) is scanned once."""
+    if not _SURROGATE_ESCAPE.search(text):
+        return
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
@@ -334,9 +336,11 @@ def _refuse_lone_surrogates(path: Path, text: str) -> None:
         elif isinstance(value, list):
             stack += [((*where, index), item) for index, item in enumerate(value)]
         elif isinstance(value, str) and _SURROGATE.search(value):
+            line = line_index(text).get(where)
             raise InputError(
-                f"{path}: {dotted(where)}: holds half of a UTF-16 surrogate pair "
-                f"(U+{ord(_SURROGATE.search(value)[0]):04X}), which is not text"
+                f"{path}: {dotted(where)}{f' (line {line})' if line else ''}: holds half of "
+                f"a UTF-16 surrogate pair (U+{ord(_SURROGATE.search(value)[0]):04X}), which "
+                "is not text"
             )
 
 
@@ -388,6 +392,7 @@ def check_dataset(path: Path, *, chunk: int = 20_000) -> DatasetCheck:
     stems = notes["stems"]
     valid = _validated(text, _task_notes(), notes, chunk) is not None
     if valid and stems and len(set(stems)) == len(stems):
+        _refuse_lone_surrogates(path, text)
         return DatasetCheck(path=path, sha256=sha256, count=len(stems), weak=notes["weak"])
     # The full reader lists every problem, or reads what this one leaves to it
     # (``{"tasks": [...]}``, an empty list).

@@ -192,12 +192,14 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
     """Charts (PNG and SVG) and report.html of every run under a folder, written into it.
 
     Every folder holding a metrics.json under --folder (default: the evaluation's
-    output_dir) is one run. Charts: pass rate with 95 % intervals, task × run heatmap,
-    pass^k against k, latency, tokens, judge scores (when a run has them).
+    output_dir) is one run; one that cannot be read is left out with a warning. Charts:
+    pass rate with 95 % intervals, task × run heatmap, pass^k against k, latency,
+    tokens, judge scores (when a run has them).
     """
     from pathlib import Path
 
     from bat.evaluation.charts import plot_folder
+    from bat.evaluation.pipeline import warn
 
     with _stage(
         "drawing the charts and report",
@@ -211,6 +213,8 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
         print(f"Removed {path} (no longer drawn)")
     for note in result.notes:
         print(note)
+    for problem in result.unusable:
+        warn(f"left out of the charts and report: {problem}")
     for path in result.written:
         print(f"Wrote {path}")
 
