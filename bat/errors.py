@@ -11,10 +11,6 @@ evaluation ran but its numbers are incomplete (``IncompleteRun``).
 
 from __future__ import annotations
 
-import re
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
 
 class BatError(Exception):
     """A failure to report to the user as one line; ``exit_code`` says which kind."""
@@ -86,6 +82,6 @@ def _printable(text: str) -> str:
     """``text`` scrubbed of secrets, folded onto one line, control characters escaped:
     messages quote user input, and an ESC from a file must not drive the terminal."""
     from bat.evaluation.secrets import scrub
+    from bat.terminal import safe
 
-    folded = " ".join(scrub(str(text)).split())
-    return _CONTROL.sub(lambda match: f"\\x{ord(match[0]):02x}", folded)
+    return safe(" ".join(scrub(str(text)).split()))

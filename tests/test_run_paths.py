@@ -230,3 +230,18 @@ def test_a_link_where_plot_writes_is_replaced_not_written_through(project, tmp_p
     assert result.code == 0, result.err
     assert outside.read_text() == "yours\n"
     assert not report.is_symlink() and "<html" in report.read_text()
+
+
+def test_control_characters_in_a_crafted_run_never_reach_the_terminal(project, bat):
+    """Labels and task ids read back from a run are printed with ESC, NUL... escaped."""
+    (run_dir,) = run_dirs(project)
+    record = json.loads((run_dir / "run.json").read_text())
+    record["models"][0]["label"] = "\x1b[31mEV\x00IL"
+    (run_dir / "run.json").write_text(json.dumps(record))
+    summarized = bat("eval.summarize", "--run", run_dir.name, cwd=project)
+    assert summarized.code == 0, summarized.err
+    assert "[\\x1b[31mEV\\x00IL]" in summarized.out
+    compared = bat("eval.compare", str(run_dir), str(run_dir), cwd=project)
+    assert "A  \\x1b[31mEV\\x00IL (" in compared.out, compared.out + compared.err
+    for output in (summarized, compared):
+        assert not any(c in output.out + output.err for c in "\x1b\x00\x07")

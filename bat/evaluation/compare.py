@@ -19,6 +19,7 @@ from typing import Any
 
 from bat.errors import InputError
 from bat.evaluation import batcli, rundir
+from bat.terminal import safe
 
 
 def resolve_side(reference: str, output_dir: Path) -> Path:
@@ -121,7 +122,12 @@ def mcnemar_exact(b: int, c: int) -> float:
 
 
 def render(result: dict[str, Any]) -> str:
-    """The comparison as a table for the terminal."""
+    """The comparison as a table for the terminal (labels and ids read from run folders
+    are printed with their control characters escaped)."""
+    return safe(_table(result))
+
+
+def _table(result: dict[str, Any]) -> str:
     a, b = result["a"], result["b"]
     lines = [
         f"A  {a['model']} ({a['run_id']}): {a['success_percentage']:g}% of episodes passed",

@@ -35,6 +35,7 @@ from bat.evaluation.model_run import ModelRecord, agent_log, failed, model_recor
 from bat.evaluation.records import EpisodeResult
 from bat.evaluation.runner import naming
 from bat.evaluation.verdict import judge_episode
+from bat.terminal import safe
 
 Say = Callable[[str], None]
 
@@ -401,6 +402,7 @@ def summarize_model(run_dir: Path, model: dict, record: dict) -> list[Path]:
 
 def result_line(label: str, totals: dict, k: int) -> str:
     """The one line that says how a model did, with what makes the number weaker."""
+    label = safe(label)  # read back from run.json, which may have been edited
     notes = []
     if totals.get("agent_errors_total"):
         kinds = ", ".join(f"{n} {kind}" for kind, n in totals["agent_errors"].items() if n)

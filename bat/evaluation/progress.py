@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from bat.terminal import safe
+
 
 class Progress:
     """Counts finished episodes of one model and shows them."""
@@ -75,7 +77,7 @@ class Progress:
         infra = f", {self.infra} infra" if self.infra else ""
         errors = f", {self.agent_errors} agent errors" if self.agent_errors else ""
         return (
-            f"[{self.label}] {self.done}/{self.total} episodes, {self.passed} passed"
+            f"[{safe(self.label)}] {self.done}/{self.total} episodes, {self.passed} passed"
             f"{errors}{infra}, {_clock(elapsed)} elapsed, ETA {eta}"
         )
 
