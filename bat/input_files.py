@@ -143,7 +143,11 @@ def load_json(path: Path | str, *, limit: int = CONFIG_LIMIT, kind: str = "a JSO
 
     text = read_text(path, limit=limit, kind=kind)
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_no_repeated_keys)
+    except _RepeatedKey as exc:
+        raise InputError(
+            f"{path}: {exc.args[0]!r}: duplicate key (the later one would win)"
+        ) from None
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{path}: invalid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
@@ -152,6 +156,20 @@ def load_json(path: Path | str, *, limit: int = CONFIG_LIMIT, kind: str = "a JSO
         raise InputError(f"{path}: invalid JSON: nested too deeply") from None
     except ValueError as exc:  # a number past Python's limit on the digits of an integer
         raise InputError(f"{path}: invalid JSON: {str(exc).split(';')[0]}") from None
+
+
+class _RepeatedKey(ValueError):
+    """A key written twice in one JSON object (raised inside ``json.loads``)."""
+
+
+def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict; a key written twice is refused, as in YAML files."""
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _RepeatedKey(key)
+        data[key] = value
+    return data
 
 
 class BoundedLoader(yaml.SafeLoader):

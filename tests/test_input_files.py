@@ -103,6 +103,15 @@ def test_duplicate_keys_in_bat_yaml(tmp_path, bat, home, where):
     assert "eval.file (line 3): duplicate key" in line
 
 
+@pytest.mark.parametrize("where", ["project", "dash-f"])
+def test_duplicate_keys_in_a_json_settings_file(tmp_path, bat, home, where):
+    name = "bat.json" if where == "project" else "given.json"
+    (tmp_path / name).write_text('{"eval": {"file": "a.yaml", "file": "b.yaml"}}')
+    args = ["version"] if where == "project" else ["-f", name, "version"]
+    line = one_clean_error(bat(*args, cwd=tmp_path), name)
+    assert "'file': duplicate key" in line
+
+
 @pytest.mark.parametrize("name", ["bat.yaml", "home/.bat.yaml", "given.yaml", "given.json"])
 def test_non_utf8_config_files_name_the_line_and_byte(tmp_path, bat, home, name):
     path = tmp_path / name
