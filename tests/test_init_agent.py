@@ -442,6 +442,7 @@ def test_bad_yaml_settings_name_the_setting(tmp_path, bat, home):
         (["--port", "65536"], "--port: invalid port '65536'"),
         (["--model", "x$y"], "--model: invalid model name"),
         (["-c", "a,,1b"], "--clients: invalid client name '1b'"),
+        (["-c", ","], "--clients: invalid client names ',': no name between the commas"),
         (["--model-provider", ""], "--model-provider: unknown model provider"),
     ],
 )

@@ -143,6 +143,8 @@ def parse_client_list(values: list[str] | tuple[str, ...] | str | None) -> list[
                 f"invalid client names {_shown(str(value))} (of type {type(value).__name__}): "
                 "give names as text, separated by commas (init.agent.clients, --clients)"
             )
+        if value and not value.replace(",", "").strip():  # "," names nothing: not the default
+            raise InputError(f"invalid client names {_shown(value)}: no name between the commas")
         for part in value.split(","):
             if not part.strip():
                 continue
