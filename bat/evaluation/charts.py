@@ -30,6 +30,7 @@ import math
 import os
 import re
 import statistics
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +74,7 @@ PALETTE = (
     "#d7b5a6",
     "#79706e",
 )
-LABEL_LIMIT = 60  # characters of a label drawn in a chart; a longer one is cut with "…"
+LABEL_LIMIT = 60  # columns of a label drawn in a chart (a wide character, 😀 or 東, is 2)
 
 
 # --- runs -------------------------------------------------------------------------------
@@ -503,7 +504,7 @@ def chart_labels(texts: Iterable[str]) -> dict[str, str]:
     Task ids, model names, run ids and judge dimensions come from files of any age (old
     run folders, bat-cli's) that never went through today's checks on load; a control
     character or a non-character makes the renderer abort the whole process, so each
-    is drawn as an escape (``\\x1b``). Labels are cut at ``LABEL_LIMIT`` characters here,
+    is drawn as an escape (``\\x1b``). Labels are cut at ``LABEL_LIMIT`` columns here,
     not by the renderer: its own cut splits emoji in halves it cannot measure. Texts that
     come out alike get ``#2``, ``#3`` so no two rows or runs merge. A few words the
     renderer's expression parser takes for names of its own (``if``, ``toString``) fail
@@ -552,8 +553,13 @@ def drawable(text: str, limit: int = LABEL_LIMIT) -> str:
     from bat.evaluation.dataset import hidden_character
 
     out = "".join(_escape(char) if hidden_character(char) else char for char in str(text))
-    if len(out) > limit:
-        out = out[: limit - 1] + "…"
+    widths = [2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in out]
+    if sum(widths) > limit:  # cut by columns: 60 emoji are as wide as 120 letters
+        kept, used = 0, 0
+        while used + widths[kept] <= limit - 1:
+            used += widths[kept]
+            kept += 1
+        out = out[:kept] + "…"
     return out or "(empty)"
 
 
