@@ -143,12 +143,13 @@ def parse_client_list(values: list[str] | tuple[str, ...] | str | None) -> list[
                 f"invalid client names {_shown(str(value))} (of type {type(value).__name__}): "
                 "give names as text, separated by commas (init.agent.clients, --clients)"
             )
-        if value and not value.replace(",", "").strip():  # "," names nothing: not the default
-            raise InputError(f"invalid client names {_shown(value)}: no name between the commas")
         for part in value.split(","):
             if not part.strip():
                 continue
             client = ClientName.parse(part)
             if client not in clients:
                 clients.append(client)
+    given = ",".join(values)
+    if not clients and given.strip():  # "," names nothing: not the same as leaving it out
+        raise InputError(f"invalid client names {_shown(given)}: no name between the commas")
     return clients
