@@ -150,6 +150,12 @@ def test_an_alias_bomb_in_the_agents_config_yaml_fails_fast(project, bat):
     assert not list((project / "eval/output").iterdir())  # no run folder begun
 
 
+def test_the_agents_config_yaml_as_a_fifo_is_named_not_ignored(project, bat):
+    os.mkfifo(project / "config.yaml")
+    line = one_clean_error(bat("eval.run", cwd=project, timeout=30), "config.yaml")
+    assert "not a regular file" in line
+
+
 def test_a_huge_config_file_is_refused_before_it_is_read(tmp_path, bat, home):
     (tmp_path / "bat.yaml").write_text("# padding\n" * (CONFIG_LIMIT // 10 + 1))
     line = one_clean_error(bat("version", cwd=tmp_path), "bat.yaml")

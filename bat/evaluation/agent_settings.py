@@ -86,7 +86,8 @@ class AgentSettings:
         raw: dict[str, Any] = {}
         expanded: dict[str, Any] = {}
         missing = None
-        if path is not None and path.is_file():
+        # exists(), not is_file(): a FIFO or a folder there is an error to name, not "none"
+        if path is not None and path.exists():
             # The bounded reader: the agent's file is input too (no alias bomb, no device).
             text = _text(path)
             raw = _mapping(parse_yaml(text, path))
