@@ -148,6 +148,8 @@ def test_an_alias_bomb_in_the_agents_config_yaml_fails_fast(project, bat):
     line = one_clean_error(bat("eval.run", cwd=project, timeout=60), "config.yaml")
     assert time.monotonic() - start < 15 and "aliases expand" in line
     assert not list((project / "eval/output").iterdir())  # no run folder begun
+    shown = one_clean_error(bat("eval.show", cwd=project, timeout=60), "config.yaml")
+    assert "aliases expand" in shown  # eval.show refuses what eval.run would
 
 
 def test_the_agents_config_yaml_as_a_fifo_is_named_not_ignored(project, bat):

@@ -76,8 +76,7 @@ def preflight(resolved: ResolvedConfig) -> Preflight:
             shlex.split(agent.command)
         except ValueError as exc:
             raise InputError(f"evaluation.agent.command cannot be parsed: {exc}") from None
-        env = {**read_dotenv(resolved.root / ".env"), **os.environ, **agent.env}
-        settings = AgentSettings.read(resolved.root, env)
+        settings = read_agent_settings(resolved)
         if settings.missing_config is not None:
             raise InputError(
                 f"CONFIG_PATH names {settings.missing_config}, which does not exist (the "
@@ -100,6 +99,13 @@ def preflight(resolved: ResolvedConfig) -> Preflight:
                 "checkpoints off: the agent may forget earlier turns (set checkpoints: true)"
             )
     return Preflight(dataset=dataset, settings=settings, warnings=warnings)
+
+
+def read_agent_settings(resolved: ResolvedConfig) -> AgentSettings:
+    """What the files of the agent bat starts say (its config file, its ``.env``), read
+    with the environment it will be started with; a file bat cannot read is an error."""
+    env = {**read_dotenv(resolved.root / ".env"), **os.environ, **resolved.evaluation.agent.env}
+    return AgentSettings.read(resolved.root, env)
 
 
 def _check_output_dir(output_dir: Path) -> None:

@@ -79,10 +79,13 @@ def show(c: Context, json: bool = False) -> None:
     import sys
 
     from bat.evaluation.dataset import check_dataset
+    from bat.evaluation.pipeline import read_agent_settings
     from bat.evaluation.show import describe, warnings_of
 
     resolved = _config(c)
     dataset = check_dataset(resolved.dataset)  # once: a large one takes seconds
+    if resolved.evaluation.agent.start and resolved.root.is_dir():
+        read_agent_settings(resolved)  # the agent's files: what eval.run would refuse
     print(describe(resolved, as_json=json, dataset=dataset))
     for warning in warnings_of(resolved, dataset):
         print(f"warning: {warning}", file=sys.stderr)
