@@ -139,10 +139,17 @@ def parse_yaml(text: str, path: Path | str) -> Any:
 
 def load_json(path: Path | str, *, limit: int = CONFIG_LIMIT, kind: str = "a JSON file") -> Any:
     """The data of the JSON file ``path``; invalid JSON is an error at its line."""
+    return parse_json(read_text(path, limit=limit, kind=kind), path)
+
+
+def parse_json(text: str, path: Path | str, *, repeated_keys: bool = False) -> Any:
+    """``text`` (the content of ``path``) as JSON; every failure is an InputError naming
+    ``path``. A key written twice in an object is refused unless ``repeated_keys``."""
     import json
 
-    text = read_text(path, limit=limit, kind=kind)
     try:
+        if repeated_keys:
+            return json.loads(text)
         return json.loads(text, object_pairs_hook=_no_repeated_keys)
     except _RepeatedKey as exc:
         raise InputError(

@@ -458,16 +458,10 @@ def _task_notes() -> TypeAdapter:
 
 def _tasks_one_by_one(path: Path, text: str) -> list[TaskSpec]:
     """The tasks of ``text``, or one ``InputError`` listing every problem with its line."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{path}: invalid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
-        ) from None
-    except RecursionError:
-        raise InputError(f"{path}: invalid JSON: nested too deeply") from None
-    except ValueError as exc:  # Python's limit on the digits of an integer
-        raise InputError(f"{path}: invalid JSON: {str(exc).split(';')[0]}") from None
+    from bat.input_files import parse_json
+
+    # Repeated keys pass, as on the fast path (pydantic's reader keeps the last one).
+    data = parse_json(text, path, repeated_keys=True)
     prefix: tuple = ()
     if isinstance(data, dict) and "tasks" in data:
         data, prefix = data["tasks"], ("tasks",)

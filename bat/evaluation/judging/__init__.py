@@ -24,7 +24,7 @@ from typing import Any
 
 from bat.atomic import write_text_atomic
 from bat.errors import InputError, OperationError
-from bat.evaluation import secrets
+from bat.evaluation import rundir, secrets
 from bat.evaluation.config import JudgeSpec
 from bat.evaluation.dataset import TaskSpec
 from bat.evaluation.judging.cache import JudgeCache, cache_key
@@ -105,12 +105,7 @@ def judge_run(
 
     loaded: list[tuple[Path, EpisodeResult]] = []
     unreadable = 0
-    inside = run_dir.resolve()
-    for path in [run_dir / CACHE_DIR, *sorted(run_dir.glob("*/episodes/*.json"))]:
-        # Episodes are written back and the cache is written: never through a link out.
-        linked = path.is_symlink() or path.exists()  # a dangling link out counts too
-        if linked and not path.resolve().is_relative_to(inside):
-            raise InputError(f"{path} leads outside {run_dir} (a symbolic link out of the run)")
+    rundir.refuse_links(run_dir)  # episodes are written back, the cache written: no link
     for path in sorted(run_dir.glob("*/episodes/*.json")):
         try:
             loaded.append((path, EpisodeResult.model_validate_json(path.read_bytes())))
