@@ -36,7 +36,7 @@ import requests  # noqa: E402
 from bat.evaluation.config import JUDGE_DIMENSIONS, JudgeSpec  # noqa: E402
 from bat.evaluation.dataset import TaskSpec  # noqa: E402
 from bat.evaluation.judging import judge_run  # noqa: E402
-from bat.evaluation.records import (  # noqa: E402
+from bat.evaluation.log.episode import (  # noqa: E402
     EpisodeResult,
     EpisodeTrace,
     ToolCall,

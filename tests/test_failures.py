@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bat.evaluation.failures import MESSAGE_CHARS, from_state
-from bat.evaluation.records import AGENT_ERROR_KINDS
+from bat.evaluation.log.episode import AGENT_ERROR_KINDS
 
 STATES = ("failed", "rejected", "canceled")
 

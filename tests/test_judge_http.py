@@ -21,7 +21,7 @@ from bat.evaluation.config import JUDGE_DIMENSIONS, JudgeSpec
 from bat.evaluation.dataset import TaskSpec
 from bat.evaluation.judging import CACHE_DIR, NOT_JUDGED_INFRA, RUBRIC_VERSION, judge_run
 from bat.evaluation.judging.client import api_key, backoff_s, endpoint, retry_after_s, scrub
-from bat.evaluation.records import EpisodeResult, EpisodeTrace, InfraError, ToolCall, TurnRecord
+from bat.evaluation.log.episode import EpisodeResult, EpisodeTrace, InfraError, ToolCall, TurnRecord
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "sk-bat-TEST-9f8e7d6c5b4a-never-write-me"

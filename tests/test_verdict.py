@@ -3,7 +3,7 @@
 import pytest
 
 from bat.evaluation.dataset import TaskExpected
-from bat.evaluation.records import (
+from bat.evaluation.log.episode import (
     AgentCall,
     EpisodeResult,
     EpisodeTrace,

@@ -35,7 +35,7 @@ from typing import Any
 
 from bat.errors import OperationError
 from bat.evaluation.failures import classify, exception_chain, from_state
-from bat.evaluation.records import (
+from bat.evaluation.log.episode import (
     AgentCall,
     AgentError,
     EpisodeTrace,

@@ -19,7 +19,7 @@ process, one converter for every chart) and rasterized from that SVG to PNG:
 Files from before and after the richer metrics (``pass_rate_ci95``, ``pass_hat``,
 ``latency_s``, ``judge``, per-episode ``scores``) are read alike: what a file lacks is
 computed from its ``per_episode`` rows. Run folders of bat-cli 2026.10 are read too
-(:mod:`bat.evaluation.batcli` converts them). altair and vl_convert are imported inside the
+(:mod:`bat.evaluation.log.batcli` converts them). altair and vl_convert are imported inside the
 functions that need them, so ``bat --help`` never loads them.
 """
 
@@ -320,7 +320,7 @@ def find_runs(folder: Path, unusable: list[str] | None = None) -> list[Run]:
 
 
 def _load_run(path: Path) -> Run:
-    from bat.evaluation import batcli
+    from bat.evaluation.log import batcli
 
     folder = path.parent
     if batcli.is_model_folder(folder):  # written by bat-cli 2026.10: converted to our shapes

@@ -3,7 +3,7 @@
 Each side is a folder holding ``summary.json`` — a model folder of a run — named by
 its path, by a run (directory or id) with a single model, or ``RUN:MODEL`` to pick one
 model of a run. A run folder without ``run.json`` (bat-cli 2026.10's) is one whose
-sub-folders hold ``summary.json``; bat-cli's files are read by :mod:`bat.evaluation.batcli`.
+sub-folders hold ``summary.json``; bat-cli's files are read by :mod:`bat.evaluation.log.batcli`.
 Per task: the pass rate on each side and the change; a task *flipped* when its majority
 outcome (pass rate ≥ 0.5) changed. Significance is McNemar's exact test on those paired
 task outcomes: of the tasks that flipped, are there more in one direction than chance
@@ -12,13 +12,14 @@ would give? (two-sided binomial test, p = 1 when nothing flipped).
 
 from __future__ import annotations
 
-import json
 from math import comb
 from pathlib import Path
 from typing import Any
 
 from bat.errors import InputError
-from bat.evaluation import batcli, rundir
+from bat.evaluation.log import layout, store
+from bat.evaluation.log import run as rundir
+from bat.evaluation.log.summary import Summary, TaskSummary
 from bat.terminal import safe
 
 
@@ -26,16 +27,16 @@ def resolve_side(reference: str, output_dir: Path) -> Path:
     """The model folder (holding summary.json) that ``reference`` names."""
     run_ref, _, model = reference.partition(":")
     direct = Path(reference)
-    if (direct / "summary.json").is_file():
+    if layout.has_summary(direct):
         return direct
     try:
         run_dir = rundir.find_run(output_dir, run_ref)
-        dirs = [d for d in rundir.model_dirs(run_dir) if (d / "summary.json").is_file()]
+        dirs = store.summarized_models(run_dir)
     except InputError:
         run_dir = _run_without_run_file(run_ref, output_dir)
         if run_dir is None:
             raise
-        dirs = sorted(d for d in run_dir.iterdir() if (d / "summary.json").is_file())
+        dirs = store.summarized_models(run_dir)
         for folder in dirs:  # read only what is inside the run folder named
             if not folder.resolve().is_relative_to(run_dir.resolve()):
                 raise InputError(f"{folder} leads outside {run_dir} (a link out)") from None
@@ -61,8 +62,8 @@ def _run_without_run_file(run_ref: str, output_dir: Path) -> Path | None:
     for folder in dict.fromkeys([Path(run_ref), output_dir / run_ref] if run_ref else []):
         if (
             folder.is_dir()
-            and not (folder / rundir.RUN_FILE).is_file()
-            and any((d / "summary.json").is_file() for d in folder.iterdir())
+            and not layout.is_run_folder(folder)
+            and any(layout.has_summary(d) for d in folder.iterdir())
         ):
             return folder
     return None
@@ -71,10 +72,10 @@ def _run_without_run_file(run_ref: str, output_dir: Path) -> Path | None:
 def compare(a: Path, b: Path) -> dict[str, Any]:
     """The comparison of two model folders, as plain data (what ``--json`` prints)."""
     left, right = _summary(a), _summary(b)
-    rates_a = {t["task_id"]: t for t in left["tasks"]}
-    rates_b = {t["task_id"]: t for t in right["tasks"]}
-    order = [t["task_id"] for t in left["tasks"]] + [
-        t["task_id"] for t in right["tasks"] if t["task_id"] not in rates_a
+    rates_a = {t.task_id: t for t in left.attempts}
+    rates_b = {t.task_id: t for t in right.attempts}
+    order = [t.task_id for t in left.attempts] + [
+        t.task_id for t in right.attempts if t.task_id not in rates_a
     ]
     rows, regressions, improvements = [], [], []
     for task_id in order:
@@ -91,18 +92,8 @@ def compare(a: Path, b: Path) -> dict[str, Any]:
         rows.append(row)
     paired = [r for r in rows if r["change"] is not None]
     return {
-        "a": {
-            "folder": str(a),
-            "model": left.get("model"),
-            "run_id": left.get("run_id"),
-            "success_percentage": left["totals"]["success_percentage"],
-        },
-        "b": {
-            "folder": str(b),
-            "model": right.get("model"),
-            "run_id": right.get("run_id"),
-            "success_percentage": right["totals"]["success_percentage"],
-        },
+        "a": _side(a, left),
+        "b": _side(b, right),
         "tasks": rows,
         "paired_tasks": len(paired),
         "mean_change": round(sum(r["change"] for r in paired) / len(paired), 4) if paired else None,
@@ -151,19 +142,27 @@ def _table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _summary(folder: Path) -> dict[str, Any]:
-    if batcli.is_model_folder(folder):  # bat-cli 2026.10's files, summarized by bat
-        return batcli.load(folder).summary
-    try:
-        return json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{folder / 'summary.json'} cannot be read: {exc}") from None
+def _summary(folder: Path) -> Summary:
+    """The model folder's summary, whichever bat or bat-cli wrote it."""
+    results = store.read_results(folder)
+    summary = results.summary
+    summary.run_id = results.run_id
+    return summary
 
 
-def _rate(task: dict[str, Any] | None) -> float | None:
-    if not task or not task.get("attempts"):
+def _side(folder: Path, summary: Summary) -> dict[str, Any]:
+    return {
+        "folder": str(folder),
+        "model": summary.model,
+        "run_id": summary.run_id,
+        "success_percentage": summary.totals.success_percentage,
+    }
+
+
+def _rate(task: TaskSummary | None) -> float | None:
+    if task is None or not task.attempts:
         return None
-    return round(task["passed"] / task["attempts"], 4)
+    return round(task.passed / task.attempts, 4)
 
 
 def _pct(value: float | None) -> str:

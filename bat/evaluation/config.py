@@ -45,13 +45,14 @@ from pydantic import (
 from bat.errors import InputError
 from bat.evaluation.agent_settings import port_problem
 from bat.evaluation.locate import dotted, line_index, validation_problems
+from bat.evaluation.log import layout
 from bat.evaluation.variables import UnsetVariable, expand
 
 DEFAULT_FILE = Path("eval/eval.yaml")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # Names a model's folder cannot have: the run's own folders beside the models'.
-RESERVED_DIRS = {"agent-default", "judge-cache"}
+RESERVED_DIRS = layout.RESERVED_DIRS
 # The longest wait a timeout may ask for. Longer is a typo, and timers refuse huge values.
 MAX_SECONDS = 86_400
 

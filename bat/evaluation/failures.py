@@ -23,7 +23,7 @@ import json
 import re
 from typing import Any
 
-from bat.evaluation.records import AgentError, InfraError
+from bat.evaluation.log.episode import AgentError, InfraError
 
 MESSAGE_CHARS = 500
 

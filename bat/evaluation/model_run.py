@@ -10,16 +10,17 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bat.errors import InputError
-from bat.evaluation import rundir
+from bat.evaluation import secrets
 from bat.evaluation.agent_card import card_answers
 from bat.evaluation.agent_process import AgentProcess, tail
 from bat.evaluation.agent_settings import AgentSettings, read_dotenv, write_config_copy
 from bat.evaluation.config import ModelSpec, ResolvedConfig
 from bat.evaluation.dataset import Dataset
+from bat.evaluation.log import layout, store
+from bat.evaluation.log.run import ModelEntry
 from bat.evaluation.progress import Progress
 from bat.evaluation.runner import EpisodeRunner, plan
 from bat.evaluation.spans import SpanIndex
@@ -27,26 +28,8 @@ from bat.evaluation.spans import SpanIndex
 Say = Callable[[str], None]
 
 
-@dataclass
-class ModelRecord:
-    """A model's entry in run.json: who it is, and how its part of the run went."""
-
-    label: str
-    dir: str
-    provider: str | None = None
-    model: str | None = None
-    status: str = "pending"  # pending, completed, failed (could not be evaluated)
-    reason: str | None = None
-    log_tail: list[str] = field(default_factory=list)
-    episodes_run: int = 0
-    restarts: int = 0
-    requests_resent: int = 0  # again on a fresh connection: one broke before any reply
-    binding: str | None = None  # the A2A binding and version spoken
-    spans: str | None = None  # expected, not expected, silent, or none (no span file)
-    span_waits: int = 0  # episodes that waited for their spans to appear
-
-    def as_json(self) -> dict:
-        return asdict(self)
+# A model's entry in run.json, filled in as its part of the run goes.
+ModelRecord = ModelEntry
 
 
 def model_record(resolved: ResolvedConfig, model: ModelSpec | None) -> ModelRecord:
@@ -73,8 +56,8 @@ def run_model(
     failures); fills ``record``. A model that cannot be evaluated raises a BatError."""
     evaluation = resolved.evaluation
     model_dir = run_dir / record.dir
-    retry = rundir.infra_failures(model_dir) if retry_infra else set()
-    work = plan(dataset.tasks, evaluation.k, rundir.episodes_done(model_dir), retry)
+    retry = store.infra_failures(model_dir) if retry_infra else set()
+    work = plan(dataset.tasks, evaluation.k, store.episodes_done(model_dir), retry)
     if not work:
         say(f"[{record.label}] every episode is already there")
         record.status = "completed"
@@ -85,7 +68,7 @@ def run_model(
     expected = spans_file is not None
     if evaluation.agent.start:
         # Spans are read only when the agent has a config file to send them to our file.
-        spans_file = model_dir / "spans.jsonl" if settings.config_path else None
+        spans_file = layout.spans_file(model_dir) if settings.config_path else None
         expected = spans_file is not None and settings.writes_spans
         log = agent_log(run_dir, record)
         agent = _agent_process(resolved, settings, model, model_dir, log, spans_file)
@@ -114,6 +97,7 @@ def run_model(
         runner = EpisodeRunner(
             resolved.agent_url,
             model=record.label,
+            shown_url=secrets.display_url(resolved.agent_url),
             model_dir=model_dir,
             concurrency=evaluation.concurrency,
             turn_timeout_s=evaluation.turn_timeout_s,
@@ -144,7 +128,7 @@ def run_model(
 
 def agent_log(run_dir: Path, record: ModelRecord) -> Path:
     """Where the output of the model's agent goes."""
-    return run_dir / f"agent-{record.dir}.log"
+    return layout.agent_log(run_dir, record.dir)
 
 
 def failed(record: ModelRecord, reason: str, log: Path | None) -> None:
@@ -172,7 +156,9 @@ def _agent_process(resolved, settings, model, model_dir, log, spans_file) -> Age
         env.update(model.env)
     env["PORT"] = str(resolved.agent_port)  # where bat waits for it, whatever else says
     if settings is not None and spans_file is not None:
-        copy = write_config_copy(settings, model_dir / "agent-config.yaml", spans_file.resolve())
+        copy = write_config_copy(
+            settings, layout.agent_config_copy(model_dir), spans_file.resolve()
+        )
         if copy is not None:
             env["CONFIG_PATH"] = str(copy.resolve())
     return AgentProcess(
@@ -183,5 +169,5 @@ def _agent_process(resolved, settings, model, model_dir, log, spans_file) -> Age
         url=resolved.agent_url,
         startup_timeout_s=resolved.evaluation.agent_startup_timeout_s,
         shutdown_timeout_s=resolved.evaluation.agent_shutdown_timeout_s,
-        record=log.with_suffix(".process.json"),
+        record=layout.agent_process_record(log),
     )

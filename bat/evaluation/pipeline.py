@@ -16,7 +16,6 @@ When no model could be evaluated at all, the run failed (status ``failed``, exit
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shlex
 import sys
@@ -24,16 +23,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bat.atomic import write_text_atomic
 from bat.errors import BatError, InputError, Interrupted, OperationError
-from bat.evaluation import rundir, secrets
+from bat.evaluation import secrets
 from bat.evaluation.agent_settings import AgentSettings, read_dotenv
 from bat.evaluation.config import ResolvedConfig
 from bat.evaluation.dataset import Dataset, load_dataset
-from bat.evaluation.metrics import EpisodeRow, summarize
+from bat.evaluation.log import run as rundir
+from bat.evaluation.log import store
+from bat.evaluation.log.run import ModelEntry, RunRecord
+from bat.evaluation.log.summary import Summary, Totals
+from bat.evaluation.metrics import row_of, summarize
 from bat.evaluation.model_run import ModelRecord, agent_log, failed, model_record, run_model
-from bat.evaluation.records import EpisodeResult
-from bat.evaluation.runner import naming
 from bat.evaluation.verdict import judge_episode
 from bat.terminal import safe
 
@@ -154,23 +154,20 @@ def run_evaluation(
         wanted = None if resume in (None, True) else str(resume)
         run_dir = rundir.find_run(resolved.output_dir, wanted)
         rundir.model_dirs(run_dir)  # a crafted models[].dir is refused, run.json unchanged
-        with naming(run_dir / rundir.RUN_FILE):
-            earlier = rundir.update_run(run_dir, status="running", resumed_at=rundir.now_iso())
-        if earlier.get("dataset_sha256") != checked.dataset.sha256:
+        earlier = rundir.update_run(run_dir, status="running", resumed_at=rundir.now_iso())
+        if earlier.dataset_sha256 != checked.dataset.sha256:
             warn(f"the dataset changed since {run_dir.name} started; new tasks are added to it")
         _carry_over(records, earlier)
     else:
         run_dir = rundir.new_run_dir(resolved.output_dir, evaluation.run_name)
-        with naming(run_dir / rundir.RUN_FILE):
-            rundir.write_run(run_dir, _run_record(resolved, checked.dataset, run_dir, records))
+        rundir.write_run(run_dir, _run_record(resolved, checked.dataset, run_dir, records))
     say(f"run {run_dir}")
     errors: list[BatError] = []
     try:
         for model, record in zip(resolved.models, records, strict=True):
             error = _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say)
             errors += [error] if error else []
-            with naming(run_dir / rundir.RUN_FILE):
-                rundir.update_run(run_dir, models=[r.as_json() for r in records])
+            rundir.update_run(run_dir, models=_entries(records))
         return _conclude(run_dir, records, errors)
     except KeyboardInterrupt:
         _mark(run_dir, records, "interrupted")
@@ -195,21 +192,11 @@ def _mark(run_dir: Path, records: list[ModelRecord], status: str) -> None:
     needed. Nothing else of the file is touched then. Ctrl-C while this runs is left to
     the caller's caller (exit 130 all the same).
     """
-    try:
-        rundir.update_run(
-            run_dir, status=status, ended_at=rundir.now_iso(), models=[r.as_json() for r in records]
-        )
-        return
-    except (OSError, InputError):
-        pass
-    path = run_dir / rundir.RUN_FILE
-    with contextlib.suppress(OSError), path.open("r+b") as handle:
-        text = handle.read()
-        changed = text.replace(b'"status": "running"', f'"status": "{status}"'.encode(), 1)
-        if changed != text:
-            handle.seek(0)
-            handle.write(changed)
-            handle.truncate()
+    rundir.mark_ended(run_dir, status, _entries(records))
+
+
+def _entries(records: list[ModelRecord]) -> list[dict]:
+    return [record.model_dump(mode="json") for record in records]
 
 
 def _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say) -> BatError | None:
@@ -243,23 +230,22 @@ def _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say)
 
 def _summarize_model_of(run_dir: Path, record: ModelRecord) -> None:
     """summary.json and metrics.json of one model, as soon as its episodes are done."""
-    summarize_model(run_dir, record.as_json(), rundir.read_run(run_dir))
+    summarize_model(run_dir, record, rundir.read_run(run_dir))
 
 
 def _conclude(run_dir: Path, records: list[ModelRecord], errors: list[BatError]) -> RunReport:
     """Write the run's end to run.json; say what makes its numbers incomplete."""
     lost = [r for r in records if r.status == "failed"]
     status = "failed" if len(lost) == len(records) else "partial" if lost else "completed"
-    infra = {r.label: rundir.infra_failures(run_dir / r.dir) for r in records}
+    infra = {r.label: store.infra_failures(run_dir / r.dir) for r in records}
     infra_total = sum(len(found) for found in infra.values())
-    with naming(run_dir / rundir.RUN_FILE):
-        rundir.update_run(
-            run_dir,
-            status=status,
-            ended_at=rundir.now_iso(),
-            models=[r.as_json() for r in records],
-            infra_failures=infra_total,
-        )
+    rundir.update_run(
+        run_dir,
+        status=status,
+        ended_at=rundir.now_iso(),
+        models=_entries(records),
+        infra_failures=infra_total,
+    )
     if status == "failed":
         if len(errors) == 1:  # one model: its own error (with its log), its own exit status
             raise errors[0]
@@ -278,36 +264,35 @@ def _conclude(run_dir: Path, records: list[ModelRecord], errors: list[BatError])
     return RunReport(run_dir=run_dir, untrusted=untrusted)
 
 
-def _carry_over(records: list[ModelRecord], earlier: dict) -> None:
+def _carry_over(records: list[ModelRecord], earlier: RunRecord) -> None:
     """Restarts and retries of a resumed run's models keep counting from before."""
-    before = {m.get("dir"): m for m in earlier.get("models", []) if isinstance(m, dict)}
+    before = {model.dir: model for model in earlier.models}
     for record in records:
-        old = before.get(record.dir) or {}
-        for key in ("restarts", "requests_resent", "episodes_run", "span_waits"):
-            if isinstance(old.get(key), int):
-                setattr(record, key, old[key])
+        old = before.get(record.dir)
+        if old is not None:
+            for key in ("restarts", "requests_resent", "episodes_run", "span_waits"):
+                setattr(record, key, getattr(old, key))
 
 
 def _run_record(
     resolved: ResolvedConfig, dataset: Dataset, run_dir: Path, records: list[ModelRecord]
-) -> dict:
+) -> RunRecord:
     evaluation = resolved.evaluation
-    return {
-        "schema": rundir.RUN_SCHEMA,
-        "run_id": run_dir.name,
-        "run_name": evaluation.run_name,
-        "status": "running",
-        "started_at": rundir.now_iso(),
-        "config_file": str(resolved.file),
-        "config": _config_without_secrets(resolved),
-        "agent_url": secrets.display_url(resolved.agent_url),
-        "dataset": str(dataset.path),
-        "dataset_sha256": dataset.sha256,
-        "tasks": [task.id for task in dataset.tasks],
-        "k": evaluation.k,
-        "models": [record.as_json() for record in records],
-        "versions": rundir.versions(),
-    }
+    return RunRecord(
+        run_id=run_dir.name,
+        run_name=evaluation.run_name,
+        status="running",
+        started_at=rundir.now_iso(),
+        config_file=str(resolved.file),
+        config=_config_without_secrets(resolved),
+        agent_url=secrets.display_url(resolved.agent_url),
+        dataset=str(dataset.path),
+        dataset_sha256=dataset.sha256,
+        tasks=[task.id for task in dataset.tasks],
+        k=evaluation.k,
+        models=list(records),
+        versions=rundir.versions(),
+    )
 
 
 def _config_without_secrets(resolved: ResolvedConfig) -> dict:
@@ -347,9 +332,18 @@ def judge_keys(resolved: ResolvedConfig) -> dict[str, str]:
 
 
 def judge_stage(resolved: ResolvedConfig, run_dir: Path, *, say: Say = print) -> None:
-    """Score a run's episodes with the configured judges (see bat.evaluation.judging)."""
+    """Score a run's episodes with the configured judges (see bat.evaluation.judging).
+
+    With ``evaluation.qualitative`` off, nothing is judged and the run is kept as it is:
+    ``eval.run`` chains this stage always, and judging is asked for in eval.yaml, not by
+    the command line.
+    """
     from bat.evaluation.judging import judge_run
 
+    if not resolved.evaluation.qualitative:
+        off = "qualitative judging is off (evaluation.qualitative: false)"
+        say(f"{off}; {run_dir.name} kept as is")
+        return
     say = remember_secrets(resolved, say)
     rundir.model_dirs(run_dir)  # a crafted models[].dir is refused before any write
     env = judge_keys(resolved)
@@ -360,67 +354,56 @@ def judge_stage(resolved: ResolvedConfig, run_dir: Path, *, say: Say = print) ->
         say(f"warning: every judgement failed; the first error: {result.first_error}")
 
 
-def load_episodes(model_dir: Path):
-    """Every episode of a model folder, read one at a time (the folder is one of
-    ``rundir.model_dirs``, which holds no link out of the run)."""
-    folder = model_dir / "episodes"
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            yield path, EpisodeResult.model_validate_json(path.read_bytes())
-        except ValueError as exc:
-            raise InputError(f"{path} is not an episode file: {str(exc).splitlines()[0]}") from None
-
-
 def summarize_run(run_dir: Path, *, say: Say = print) -> list[Path]:
     """Write summary.json and metrics.json for every model of the run; say each result."""
     record = rundir.read_run(run_dir)
     rundir.model_dirs(run_dir)  # every models[].dir checked before anything is written
     written = []
-    for model in record.get("models", []):
-        files = summarize_model(run_dir, model, record)
-        if not files:
-            continue
-        written += files
-        totals = json.loads(files[0].read_text(encoding="utf-8"))["totals"]
-        say(result_line(model["label"], totals, record.get("k", 1)))
+    for model in record.models:
+        summary = summarize_model(run_dir, model, record)
+        if summary is not None:
+            written += store.result_files(run_dir / model.dir)
+            say(result_line(model.label, summary.totals, record.k))
     return written
 
 
-def summarize_model(run_dir: Path, model: dict, record: dict) -> list[Path]:
-    """summary.json and metrics.json of one model folder (none without episodes)."""
-    model_dir = run_dir / model["dir"]
-    rows = [EpisodeRow.of(episode) for _, episode in load_episodes(model_dir)]
+def summarize_model(run_dir: Path, model: ModelEntry, record: RunRecord) -> Summary | None:
+    """summary.json and metrics.json of one model folder; its Summary (None without
+    episodes: nothing is written)."""
+    model_dir = run_dir / model.dir
+    rows = [row_of(episode) for _, episode in store.episodes(model_dir)]
     if not rows:
-        return []
+        return None
     summary, metrics = summarize(
-        rows, k=record.get("k", 1), model=model["label"], task_order=record.get("tasks", [])
+        rows,
+        k=record.k,
+        model=model.label,
+        task_order=record.tasks,
+        model_name=model.model,
+        run_id=record.run_id,
+        run_name=record.run_name,
+        timestamp_utc=record.timestamp_utc(),
     )
-    summary["run_id"] = metrics["run_id"] = record.get("run_id", run_dir.name)
-    written = []
-    for name, content in (("summary.json", summary), ("metrics.json", metrics)):
-        content = secrets.scrub_data(content)
-        with naming(model_dir / name):
-            write_text_atomic(model_dir / name, json.dumps(content, indent=1) + "\n")
-        written.append(model_dir / name)
-    return written
+    store.write_results(model_dir, summary, metrics)
+    return summary
 
 
-def result_line(label: str, totals: dict, k: int) -> str:
+def result_line(label: str, totals: Totals, k: int) -> str:
     """The one line that says how a model did, with what makes the number weaker."""
     label = safe(label)  # read back from run.json, which may have been edited
     notes = []
-    if totals.get("agent_errors_total"):
-        kinds = ", ".join(f"{n} {kind}" for kind, n in totals["agent_errors"].items() if n)
-        notes.append(f"{totals['agent_errors_total']} agent errors ({kinds})")
-    if totals["infra_failures"]:
-        kinds = ", ".join(f"{n} {kind}" for kind, n in totals["infra_failures_by_kind"].items())
-        notes.append(f"{totals['infra_failures']} infrastructure failures ({kinds})")
-    if totals.get("vacuous_passes"):
-        notes.append(f"{totals['vacuous_passes']} vacuous passes")
+    if totals.agent_errors_total:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in totals.agent_errors.items() if n)
+        notes.append(f"{totals.agent_errors_total} agent errors ({kinds})")
+    if totals.infra_failures:
+        kinds = ", ".join(f"{n} {kind}" for kind, n in totals.infra_failures_by_kind.items())
+        notes.append(f"{totals.infra_failures} infrastructure failures ({kinds})")
+    if totals.vacuous_passes:
+        notes.append(f"{totals.vacuous_passes} vacuous passes")
     return (
-        f"[{label}] {totals['passed']}/{totals['attempts']} episodes passed "
-        f"({totals['success_percentage']:g}%), "
-        f"pass@{k} {_pct(totals['pass_at_k'])}, pass^{k} {_pct(totals['pass_hat_k'])}"
+        f"[{label}] {totals.passed}/{totals.attempts} episodes passed "
+        f"({totals.success_percentage:g}%), "
+        f"pass@{k} {_pct(totals.pass_at_k)}, pass^{k} {_pct(totals.pass_hat_k)}"
         + "".join(f"; {note}" for note in notes)
     )
 
@@ -431,10 +414,10 @@ def recheck_run(run_dir: Path, dataset: Dataset, *, say: Say = print) -> int:
     ``run_dir`` is one of bat's runs, or a run folder of bat-cli 2026.10 (its files are
     rewritten in its own format, ``batcli.recheck``).
     """
-    from bat.evaluation import batcli
+    from bat.evaluation.log import batcli
 
     tasks = {task.id: task for task in dataset.tasks}
-    if not (run_dir / rundir.RUN_FILE).is_file():
+    if not store.layout.is_run_folder(run_dir):
         changed = 0
         for folder in batcli.model_folders(run_dir):
             changed += batcli.recheck(folder, tasks)
@@ -442,16 +425,15 @@ def recheck_run(run_dir: Path, dataset: Dataset, *, say: Say = print) -> int:
         return changed
     rewrites = []  # every episode is read and judged before any is written
     for model_dir in rundir.model_dirs(run_dir):
-        for path, episode in load_episodes(model_dir):
+        for path, episode in store.episodes(model_dir):
             task = tasks.get(episode.task_id)
             if task is None:
                 continue
             verdict = judge_episode(task.expected, episode)
             if verdict != episode.verdict:
-                episode.verdict = verdict
-                rewrites.append((path, episode))
-    for path, episode in rewrites:
-        write_text_atomic(path, episode.to_json())
+                rewrites.append((path, episode, verdict))
+    for path, episode, verdict in rewrites:
+        store.write_verdict(path, episode, verdict)
     say(f"{len(rewrites)} verdict(s) changed")
     return len(rewrites)
 

@@ -25,8 +25,9 @@ from urllib.parse import quote
 
 from bat.atomic import write_text_atomic
 from bat.errors import InputError
-from bat.evaluation import batcli, secrets
+from bat.evaluation import secrets
 from bat.evaluation.charts import ChartSet, Run, matches, task_order, without_surrogates
+from bat.evaluation.log import batcli
 
 REPORT_FILE = "report.html"
 OUTPUT_PREVIEW_CHARS = 400

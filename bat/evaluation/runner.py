@@ -26,19 +26,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bat.atomic import write_text_atomic
 from bat.errors import BatError
 from bat.evaluation.adapter import A2ASession, Observed
 from bat.evaluation.agent_card import card_answers
 from bat.evaluation.dataset import TaskSpec
-from bat.evaluation.records import AgentError, EpisodeResult, EpisodeTrace, InfraError
-from bat.evaluation.rundir import episode_path, now_iso
+from bat.evaluation.log import layout, store
+from bat.evaluation.log.episode import AgentError, Aux, EpisodeResult, EpisodeTrace, InfraError
+from bat.evaluation.log.run import now_iso
 from bat.evaluation.spans import SpanIndex, merge_span_report
 from bat.evaluation.verdict import judge_episode
 
 DEATH_GRACE_S = 1.0  # how long a broken connection may take to show as a dead process
 WATCH_EVERY_S = 0.05
-RETRIED_DIR = "retried"  # earlier records that --retry-infra replaced, in the model folder
 
 
 @dataclass
@@ -63,6 +62,7 @@ class EpisodeRunner:
         *,
         model: str,
         model_dir: Path,
+        shown_url: str | None = None,
         concurrency: int,
         turn_timeout_s: float,
         spans: SpanIndex | None = None,
@@ -74,6 +74,7 @@ class EpisodeRunner:
         self.url = url
         self.model = model
         self.model_dir = model_dir
+        self.shown_url = shown_url  # the agent's URL without credentials, for episode files
         self.concurrency = concurrency
         self.turn_timeout_s = turn_timeout_s
         self.spans = spans
@@ -88,7 +89,7 @@ class EpisodeRunner:
 
     async def run(self, work: list[Work]) -> None:
         """Run every item of ``work``, each written to ``episodes/`` as it ends."""
-        (self.model_dir / "episodes").mkdir(parents=True, exist_ok=True)
+        layout.episodes_dir(self.model_dir).mkdir(parents=True, exist_ok=True)
         pending = deque(work)
         suspects: deque[Work] = deque()
         try:
@@ -248,6 +249,8 @@ class EpisodeRunner:
             attempt=item.attempt,
             model=self.model,
             status=observed.status,
+            expected_outcome=item.task.expected.expected_outcome,
+            aux=Aux(agent_url=self.shown_url, attempt_index=item.attempt - 1),
             final_output=observed.final_output,
             infra_error=observed.infra_error,
             agent_error=observed.agent_error,
@@ -256,11 +259,8 @@ class EpisodeRunner:
             ended_at=now_iso(),
         )
         result.verdict = judge_episode(item.task.expected, result)
-        path = episode_path(self.model_dir, item.task.file_stem, item.attempt)
-        with naming(path):
-            if path.exists():  # --retry-infra: the earlier record is kept beside, never lost
-                result.earlier = [*_earlier(path), _set_aside(path, self.model_dir)]
-            write_text_atomic(path, result.to_json())
+        # --retry-infra: an earlier record is kept in retried/, never lost
+        store.write_episode(self.model_dir, item.task.file_stem, result)
         if self.on_done is not None:
             error = observed.agent_error.kind if observed.agent_error else None
             self.on_done(Outcome(result.verdict.passed, observed.infra_error is not None, error))
@@ -295,26 +295,6 @@ def _broke_off(observed: Observed) -> None:
     )
     observed.infra_error = None
     observed.status = "error"
-
-
-def _earlier(path: Path) -> list[str]:
-    """The ``earlier`` list of the record at ``path`` (records chain their predecessors)."""
-    try:
-        return EpisodeResult.model_validate_json(path.read_bytes()).earlier
-    except (OSError, ValueError):
-        return []
-
-
-def _set_aside(path: Path, model_dir: Path) -> str:
-    """Move a replaced episode file to ``retried/`` under a name not taken yet."""
-    folder = model_dir / RETRIED_DIR
-    folder.mkdir(exist_ok=True)
-    for n in range(1, 10_000):
-        target = folder / f"{path.stem}.{n}.json"
-        if not target.exists():
-            path.replace(target)
-            return target.relative_to(model_dir).as_posix()
-    raise OSError(f"too many earlier records of {path.name} in {folder}")
 
 
 def plan(

@@ -31,7 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bat.evaluation.records import EpisodeTrace
+from bat.evaluation.log.episode import EpisodeTrace
 
 CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id")
 REDACTED = "__REDACTED__"

@@ -14,8 +14,8 @@ import json
 from typing import Any
 
 from bat.evaluation.dataset import TaskExpected, ToolCallExpectation
+from bat.evaluation.log.episode import Check, EpisodeResult, ToolCall, Verdict
 from bat.evaluation.output_regex import REGEX_TIME_LIMIT_S
-from bat.evaluation.records import Check, EpisodeResult, ToolCall, Verdict
 
 
 def judge_episode(expected: TaskExpected, episode: EpisodeResult) -> Verdict:

@@ -3,9 +3,13 @@
 ``eval.run`` is a chain of stages, each also a task of its own that works on an existing
 run directory (default: the latest): the run itself (agent start-up and episodes, per
 model) -> ``eval.judge`` -> ``eval.summarize`` -> ``eval.plot``, and last ``conclude``,
-which turns an incomplete run into exit status 3. Stages after the run find it through
-``eval.run_dir`` in the Invoke config, which ``eval.run`` sets; ``eval.plot`` charts
-every run under the output folder (or ``--folder``) instead.
+which turns an incomplete run into exit status 3.
+
+Every stage that works on one run resolves it the same way (:func:`_stage_run`:
+``--run``, else the run an earlier stage of this command line worked on, else the
+latest) and records it in ``eval.run_dir`` of the Invoke config for the stages chained
+after it: ``bat eval.judge --run OLD`` summarizes OLD, not the latest run. ``eval.plot``
+charts every run under the output folder (or ``--folder``) instead.
 """
 
 from __future__ import annotations
@@ -28,25 +32,35 @@ def _config(c: Context):
     return load_config(Path(setting(c, None, "eval.file", DEFAULTS["file"])))
 
 
-def _run_dir(c: Context, run: str | None, *, batcli: bool = False):
-    """The run a stage works on: ``--run``, else the one ``eval.run`` just made, else the
-    latest. With ``batcli``, a run folder of bat-cli 2026.10 (no run.json) is taken too."""
+def _stage_run(c: Context, run: str | None, *, batcli: bool = False):
+    """The run a stage works on, recorded for the stages chained after it.
+
+    ``--run``, else the run an earlier stage of this command line worked on
+    (``eval.run_dir``), else the latest. With ``batcli``, a run folder of bat-cli
+    2026.10 (no run.json) is taken too.
+    """
     from pathlib import Path
 
-    from bat.evaluation import batcli as batcli_files
-    from bat.evaluation.rundir import find_run
+    from bat.evaluation.log import batcli as batcli_files
+    from bat.evaluation.log import layout
+    from bat.evaluation.log.run import find_run
 
     chosen = run or setting(c, None, "eval.run_dir", None)
     if chosen:
         _check_run(str(chosen), "--run" if run else "eval.run_dir")
-    if chosen and (Path(chosen) / "run.json").is_file():
-        return Path(chosen)
-    output_dir = _config(c).output_dir
-    if chosen and batcli:
-        for candidate in (Path(chosen), output_dir / chosen):
-            if batcli_files.model_folders(candidate):
-                return candidate
-    return find_run(output_dir, chosen)
+    found = None
+    if chosen and layout.is_run_folder(Path(chosen)):
+        found = Path(chosen)
+    else:
+        output_dir = _config(c).output_dir
+        if chosen and batcli:
+            found = next(
+                (p for p in (Path(chosen), output_dir / chosen) if batcli_files.model_folders(p)),
+                None,
+            )
+        found = found or find_run(output_dir, chosen)
+    c.config.eval.run_dir = str(found)
+    return found
 
 
 @contextmanager
@@ -142,13 +156,7 @@ def judge(c: Context, run: str | None = None) -> None:
     from bat.evaluation.pipeline import judge_stage
 
     resolved = _config(c)
-    run_dir = _run_dir(c, run)
-    c.config.eval.run_dir = str(run_dir)  # the summary and charts that follow: this run's
-    if not resolved.evaluation.qualitative:
-        print(
-            f"qualitative judging is off (evaluation.qualitative: false); {run_dir.name} kept as is"
-        )
-        return
+    run_dir = _stage_run(c, run)  # the summary and charts that follow: this run's
     with _stage(
         f"judging {run_dir.name}",
         "every episode is kept, those judged so far with their scores",
@@ -162,7 +170,7 @@ def summarize(c: Context, run: str | None = None) -> None:
     """Write summary.json and metrics.json of a run from its episode files."""
     from bat.evaluation.pipeline import summarize_run
 
-    run_dir = _run_dir(c, run)
+    run_dir = _stage_run(c, run)
     with _stage(
         f"summarizing {run_dir.name}",
         "every episode is kept",
@@ -181,7 +189,7 @@ def verdict(c: Context, run: str | None = None) -> None:
     from bat.evaluation.pipeline import recheck_run
 
     resolved = _config(c)
-    recheck_run(_run_dir(c, run, batcli=True), load_dataset(resolved.dataset))
+    recheck_run(_stage_run(c, run, batcli=True), load_dataset(resolved.dataset))
 
 
 @command(

@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bat.atomic import write_text_atomic
 from bat.errors import InputError, OperationError
-from bat.evaluation import rundir, secrets
+from bat.evaluation import secrets
 from bat.evaluation.config import JudgeSpec
 from bat.evaluation.dataset import TaskSpec
 from bat.evaluation.judging.cache import JudgeCache, cache_key
@@ -32,7 +31,9 @@ from bat.evaluation.judging.client import JudgeClient, api_key
 from bat.evaluation.judging.parse import JudgeError, parse_judgement
 from bat.evaluation.judging.rubrics import RUBRIC_VERSION, build_prompt
 from bat.evaluation.judging.scores import NOT_JUDGED_INFRA, Outcome, combine, infra_scores
-from bat.evaluation.records import EpisodeResult
+from bat.evaluation.log import layout, store
+from bat.evaluation.log import run as rundir
+from bat.evaluation.log.episode import EpisodeResult
 
 __all__ = [
     "CACHE_DIR",
@@ -43,7 +44,7 @@ __all__ = [
     "judge_run",
 ]
 
-CACHE_DIR = "judge-cache"  # under the run directory; no model folder can be named so
+CACHE_DIR = layout.JUDGE_CACHE_DIR  # under the run directory; no model folder is named so
 
 
 @dataclass(frozen=True)
@@ -103,19 +104,15 @@ def judge_run(
     labels = _unique_labels(judges)
     names = ", ".join(labels)
 
-    loaded: list[tuple[Path, EpisodeResult]] = []
-    unreadable = 0
     rundir.refuse_links(run_dir)  # episodes are written back, the cache written: no link
-    for path in sorted(run_dir.glob("*/episodes/*.json")):
-        try:
-            loaded.append((path, EpisodeResult.model_validate_json(path.read_bytes())))
-        except (OSError, ValueError):
-            unreadable += 1
+    problems: list[str] = []  # unreadable episode files are left as they are, and counted
+    loaded = list(store.run_episodes(run_dir, problems))
+    unreadable = len(problems)
     if not loaded:
         say(f"no episodes to judge in {run_dir}")
         return JudgeSummary(unreadable=unreadable)
 
-    cache = JudgeCache(run_dir / CACHE_DIR)
+    cache = JudgeCache(layout.judge_cache_dir(run_dir))
     clients = [
         JudgeClient(spec, key, sleep=sleep, notice=say)
         for spec, key in zip(judges, keys, strict=True)
@@ -213,12 +210,8 @@ def _judge_one(
 
 def _save(path: Path, episode: EpisodeResult, scores: dict[str, Any]) -> None:
     """Write the episode back with ``scores``, unless they are already there."""
-    scores = secrets.scrub_data(scores)  # a judge's reasoning may quote what it was sent
-    if episode.scores == scores:
-        return  # an unchanged re-judge rewrites nothing
-    episode.scores = scores
     try:
-        write_text_atomic(path, episode.to_json())
+        store.write_scores(path, episode, scores)
     except OSError as exc:
         raise OperationError(f"cannot write {path}: {exc.strerror or exc}") from None
 

@@ -43,7 +43,7 @@ from bat.evaluation.config import JUDGE_DIMENSIONS
 if TYPE_CHECKING:
     from bat.evaluation.config import JudgePrompts
     from bat.evaluation.dataset import TaskSpec
-    from bat.evaluation.records import EpisodeResult
+    from bat.evaluation.log.episode import EpisodeResult
 
 RUBRIC_VERSION = "bat.rubric/1"
 

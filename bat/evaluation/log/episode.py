@@ -2,7 +2,13 @@
 
 An episode is one attempt at one task: the task's turns sent in order in one A2A
 conversation. The file format is versioned (``schema``) so later bat versions can still
-read old runs; fields are only ever added.
+read old runs; fields are only ever added. ``bat.episode/2`` added bat-cli 2026.10's keys
+(``model_name``, ``expected_outcome``, ``final_status``, ``qualitative_scores``, ``aux``,
+``trace.wall_ms``, and the event keys ``t_ms``, ``task_status``, ``content_preview``,
+``user_input``) with bat-cli's meaning; a ``bat.episode/1`` file reads the same.
+Times are in seconds (``t``, ``wall_time_s``); the ``*_ms`` keys are derived for bat-cli's
+readers. The judges' scores are written into the episode by
+:func:`bat.evaluation.log.store.write_scores`, and nowhere else.
 """
 
 from __future__ import annotations
@@ -10,9 +16,10 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field
 
-EPISODE_SCHEMA = "bat.episode/1"
+EPISODE_SCHEMA = "bat.episode/2"
+OLDER_EPISODE_SCHEMAS = frozenset({"bat.episode/1"})
 # Why the harness could not observe the agent (the number is not to be trusted).
 InfraKind = Literal["unreachable", "timeout", "crash", "protocol", "not_run"]
 # Why a reachable agent that answered failed: a closed set a CI script can branch on
@@ -31,15 +38,29 @@ AgentErrorKind = Literal[
 AGENT_ERROR_KINDS: tuple[str, ...] = get_args(AgentErrorKind)
 
 
+def _named(name: str, older: str) -> Any:
+    """A field written under bat-cli's ``name``, read under it or bat.episode/1's ``older``."""
+    return {"validation_alias": AliasChoices(name, older), "serialization_alias": name}
+
+
 class StatusEvent(BaseModel):
     """One event of the agent's stream, as the user would have seen it."""
+
+    model_config = ConfigDict(populate_by_name=True)
 
     t: float  # seconds since the episode started
     turn: int
     kind: Literal["task", "status", "artifact", "message"]
-    status: str | None = None
-    preview: str = ""
-    input: str | None = None  # the user input that opened the turn (first event only)
+    status: str | None = Field(None, **_named("task_status", "status"))
+    preview: str = Field("", **_named("content_preview", "preview"))
+    # the user input that opened the turn (first event only)
+    input: str | None = Field(None, **_named("user_input", "input"))
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def t_ms(self) -> float:
+        """bat-cli's event time, in milliseconds."""
+        return round(self.t * 1000, 3)
 
 
 class ToolCall(BaseModel):
@@ -95,6 +116,12 @@ class EpisodeTrace(BaseModel):
     usage_source: Literal["stream", "spans", "none"] = "none"
     tool_source: Literal["stream", "spans", "none"] = "none"
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def wall_ms(self) -> float:
+        """bat-cli's episode time, in milliseconds."""
+        return round(self.wall_time_s * 1000, 3)
+
 
 class InfraError(BaseModel):
     """The episode could not be observed: the agent was unreachable, timed out, died under
@@ -137,14 +164,23 @@ class Verdict(BaseModel):
     vacuous: bool = False
 
 
+class Aux(BaseModel):
+    """bat-cli's ``aux``: where the agent was, and the attempt counted from 0."""
+
+    agent_url: str | None = None
+    attempt_index: int
+
+
 class EpisodeResult(BaseModel):
     """One file in ``episodes/``."""
 
     schema_: str = Field(default=EPISODE_SCHEMA, alias="schema")
     task_id: str
-    attempt: int
+    attempt: int  # from 1
     model: str
     status: str
+    expected_outcome: str | None = None  # the task's, for the judges (bat-cli's key)
+    aux: Aux | None = None
     final_output: str = ""
     infra_error: InfraError | None = None
     agent_error: AgentError | None = None
@@ -158,6 +194,27 @@ class EpisodeResult(BaseModel):
     earlier: list[str] = Field(default_factory=list)
 
     model_config = {"populate_by_name": True}
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def model_name(self) -> str:
+        """bat-cli's name for ``model``."""
+        return self.model
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def final_status(self) -> str:
+        """bat-cli's name for ``status``."""
+        return self.status
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def qualitative_scores(self) -> dict[str, float | None] | None:
+        """bat-cli's judge scores: the score per dimension (None: not judged)."""
+        dimensions = (self.scores or {}).get("dimensions")
+        if not isinstance(dimensions, dict):
+            return None
+        return {name: (value or {}).get("score") for name, value in dimensions.items()}
 
     def to_json(self) -> str:
         """The file's text, without any secret bat knows of (an agent or a judge may

@@ -38,11 +38,22 @@ from typing import Any
 
 from bat.atomic import write_text_atomic
 from bat.errors import InputError
-from bat.evaluation.charts import METRICS_FILE, SUMMARY_FILE, read_json_object
 from bat.evaluation.dataset import TaskSpec, normalize_status
-from bat.evaluation.metrics import EpisodeRow, summarize
-from bat.evaluation.records import EpisodeResult, EpisodeTrace, ToolCall, Usage
+from bat.evaluation.log import layout
+from bat.evaluation.log.episode import EpisodeResult, EpisodeTrace, ToolCall, Usage
+from bat.evaluation.log.store import read_json_object
+from bat.evaluation.log.summary import (
+    EpisodeRow,
+    Metrics,
+    RowTime,
+    RowTokens,
+    RowVerdict,
+    Summary,
+)
+from bat.evaluation.metrics import summarize
 from bat.evaluation.verdict import judge_episode
+
+METRICS_FILE, SUMMARY_FILE = layout.METRICS_FILE, layout.SUMMARY_FILE
 
 
 @dataclass
@@ -51,8 +62,8 @@ class BatcliRun:
 
     model: str
     run_id: str
-    summary: dict[str, Any]
-    metrics: dict[str, Any]
+    summary: Summary
+    metrics: Metrics
 
 
 def is_model_folder(folder: Path) -> bool:
@@ -76,8 +87,18 @@ def load(folder: Path) -> BatcliRun:
     model = _model_name(folder, given)
     run_id = folder.resolve().parent.name
     task_ids = list(dict.fromkeys(row.task_id for row in rows))
-    summary, metrics = summarize(rows, k=k, model=model, task_order=task_ids)
-    summary["run_id"] = metrics["run_id"] = run_id
+    summary, metrics = summarize(
+        rows,
+        k=k,
+        model=model,
+        task_order=task_ids,
+        model_name=given.get("model_name") if isinstance(given.get("model_name"), str) else None,
+        run_id=run_id,
+        run_name=given.get("run_name") if isinstance(given.get("run_name"), str) else None,
+        timestamp_utc=(
+            given.get("timestamp_utc") if isinstance(given.get("timestamp_utc"), str) else None
+        ),
+    )
     return BatcliRun(model=model, run_id=run_id, summary=summary, metrics=metrics)
 
 
@@ -113,20 +134,26 @@ def _rows(raw: dict[str, Any], path: Path) -> list[EpisodeRow]:
             raise InputError(f"{where}: 'tokens' is not an object")
         prompt = _tokens(tokens, "prompt_tokens", where)
         completion = _tokens(tokens, "completion_tokens", where)
+        passed = _passed(row, where)
+        wall_ms = _wall_ms(row, where)
+        verdict = row.get("verdict") if isinstance(row.get("verdict"), dict) else {}
+        reason = verdict.get("reason") if isinstance(verdict.get("reason"), str) else ""
+        expected = row.get("expected_outcome")
         rows.append(
             EpisodeRow(
                 task_id=task_id,
-                attempt=attempts[task_id],
-                passed=_passed(row, where),
+                expected_outcome=expected if isinstance(expected, str) else None,
                 status=row["status"] if isinstance(row.get("status"), str) else "",
-                infra_error=None,
-                wall_time_s=round(_wall_ms(row, where) / 1000, 4),
-                time_to_first_event_s=None,
-                prompt_tokens=prompt,
-                completion_tokens=completion,
-                total_tokens=_tokens(tokens, "total_tokens", where, prompt + completion),
-                model_calls=0,
-                tool_calls=0,
+                success=passed,
+                time=RowTime(wall_ms=wall_ms),
+                tokens=RowTokens(
+                    prompt_tokens=prompt,
+                    completion_tokens=completion,
+                    total_tokens=_tokens(tokens, "total_tokens", where, prompt + completion),
+                ),
+                verdict=RowVerdict(passed=passed, reason=reason),
+                attempt=attempts[task_id],
+                wall_time_s=round(wall_ms / 1000, 4),
             )
         )
     return rows
@@ -172,8 +199,7 @@ def _most_attempts(rows: list[EpisodeRow]) -> int:
 
 def _model_name(folder: Path, given: dict[str, Any]) -> str:
     """The episodes' ``model_name`` (provider:model), else summary.json's, else the folder's."""
-    directory = folder / "episodes"
-    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+    for path in layout.episode_files(folder):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -256,9 +282,9 @@ def recheck(folder: Path, tasks: dict[str, TaskSpec]) -> int:
     folder = Path(folder)
     verdicts: dict[tuple[str, int], dict[str, Any]] = {}
     rewrites: list[tuple[Path, dict[str, Any]]] = []
-    for name in (METRICS_FILE, SUMMARY_FILE, "episodes"):
+    for name in (METRICS_FILE, SUMMARY_FILE, layout.EPISODES_DIR):
         _inside(folder / name, folder)
-    for path in sorted((folder / "episodes").glob("*.json")):
+    for path in layout.episode_files(folder):
         data = read_json_object(_inside(path, folder))
         episode_ = as_episode(data, path)
         task = tasks.get(episode_.task_id)

@@ -1,0 +1,12 @@
+"""The run log: bat's run folder as typed, versioned files (see ``layout`` for the names).
+
+Every stage, chart, report and comparison reads and writes a run through this package:
+
+* ``layout``   every file and folder name of a run folder, and nothing else does;
+* ``run``      ``run.json`` and the run folder (find, make, check for links);
+* ``episode``  one episode file (``bat.episode/2``), judge scores included;
+* ``summary``  ``summary.json`` and ``metrics.json`` (``bat.summary/2``, ``bat.metrics/2``);
+* ``store``    reading and writing them: one reader of episodes, atomic writes, older
+  versions and bat-cli 2026.10's files read as today's;
+* ``batcli``   bat-cli 2026.10's run folders, read and re-judged in their own format.
+"""

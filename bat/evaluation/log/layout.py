@@ -1,0 +1,98 @@
+"""Every name in a run folder: the one module that spells them.
+
+::
+
+    <output_dir>/<run-id>/
+      run.json                              the run: config, dataset hash, models, status
+      agent-<model>.log                     the agent's own output
+      agent-<model>.process.json            the agent bat started (to stop a stale one)
+      judge-cache/<hash>.json               judgements already paid for
+      <model>/agent-config.yaml             the copy of config.yaml the agent ran with
+      <model>/spans.jsonl                   the agent's spans
+      <model>/episodes/<task>__try<k>.json  one per episode (judge scores inside)
+      <model>/retried/<task>__try<k>.<n>.json   records --retry-infra replaced
+      <model>/summary.json  <model>/metrics.json
+
+bat-cli 2026.10 wrote the same ``summary.json``, ``metrics.json`` and ``episodes/`` in
+its model folders (``<run-id>/<run name>_<provider>-<model>/``), without ``run.json``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+RUN_FILE = "run.json"
+SUMMARY_FILE = "summary.json"
+METRICS_FILE = "metrics.json"
+EPISODES_DIR = "episodes"
+RETRIED_DIR = "retried"
+SPANS_FILE = "spans.jsonl"
+AGENT_CONFIG_COPY = "agent-config.yaml"
+JUDGE_CACHE_DIR = "judge-cache"
+# Model folder names bat never gives a model: they are files or folders of the run itself.
+RESERVED_DIRS = frozenset({"agent-default", JUDGE_CACHE_DIR})
+
+EPISODE_NAME = re.compile(r"^(?P<stem>.+)__try(?P<attempt>\d+)\.json$")
+
+
+def run_file(run_dir: Path) -> Path:
+    return run_dir / RUN_FILE
+
+
+def summary_file(model_dir: Path) -> Path:
+    return model_dir / SUMMARY_FILE
+
+
+def metrics_file(model_dir: Path) -> Path:
+    return model_dir / METRICS_FILE
+
+
+def episodes_dir(model_dir: Path) -> Path:
+    return model_dir / EPISODES_DIR
+
+
+def episode_path(model_dir: Path, stem: str, attempt: int) -> Path:
+    return model_dir / EPISODES_DIR / f"{stem}__try{attempt}.json"
+
+
+def episode_files(model_dir: Path) -> list[Path]:
+    """The episode files of a model folder, in name order (none: an empty list)."""
+    folder = model_dir / EPISODES_DIR
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
+def retried_dir(model_dir: Path) -> Path:
+    return model_dir / RETRIED_DIR
+
+
+def retried_path(model_dir: Path, episode: Path, n: int) -> Path:
+    return model_dir / RETRIED_DIR / f"{episode.stem}.{n}.json"
+
+
+def spans_file(model_dir: Path) -> Path:
+    return model_dir / SPANS_FILE
+
+
+def agent_config_copy(model_dir: Path) -> Path:
+    return model_dir / AGENT_CONFIG_COPY
+
+
+def agent_log(run_dir: Path, model_dir_name: str) -> Path:
+    return run_dir / f"agent-{model_dir_name}.log"
+
+
+def agent_process_record(log: Path) -> Path:
+    return log.with_suffix(".process.json")
+
+
+def judge_cache_dir(run_dir: Path) -> Path:
+    return run_dir / JUDGE_CACHE_DIR
+
+
+def is_run_folder(folder: Path) -> bool:
+    return (folder / RUN_FILE).is_file()
+
+
+def has_summary(folder: Path) -> bool:
+    return (folder / SUMMARY_FILE).is_file()

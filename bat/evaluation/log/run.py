@@ -1,0 +1,230 @@
+"""``run.json`` and the run folder: make one, find one, check it before writing in it.
+
+Run ids start with the UTC time, so the latest run is the last name in order. File
+names are :mod:`bat.evaluation.log.layout`'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bat.errors import InputError
+from bat.evaluation import secrets
+from bat.evaluation.log import layout
+
+RUN_SCHEMA = "bat.run/1"
+RUN_FILE = layout.RUN_FILE
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_run_dir(output_dir: Path, run_name: str | None) -> Path:
+    """A fresh, unique run directory under ``output_dir``.
+
+    The run name is free text (bat-cli allowed spaces); its folder-safe form is added to
+    the time stamp, and ``run.json`` keeps the name as written.
+    """
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", run_name or "").strip("-.")[:64]
+    base = f"{stamp}-{safe}" if safe else stamp
+    output_dir.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        candidate = output_dir / (base if n == 1 else f"{base}-{n}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+    raise InputError(f"too many runs named {base} in {output_dir}")
+
+
+def find_run(output_dir: Path, run: str | None) -> Path:
+    """``run`` (a path or a run id under ``output_dir``), or the latest run."""
+    if run:
+        candidates = list(dict.fromkeys([Path(run), output_dir / run]))
+        for candidate in candidates:
+            if (candidate / RUN_FILE).is_file():
+                return candidate
+        looked = " and ".join(str(candidate / RUN_FILE) for candidate in candidates)
+        raise InputError(f"no run {run!r} (looked for {looked})")
+    runs = sorted(p for p in output_dir.glob(f"*/{RUN_FILE}")) if output_dir.is_dir() else []
+    if not runs:
+        raise InputError(f"no runs in {output_dir} yet (bat eval.run makes one)")
+    return runs[-1].parent
+
+
+class ModelEntry(BaseModel):
+    """A model's entry in run.json: who it is, and how its part of the run went."""
+
+    model_config = ConfigDict(extra="allow")
+
+    label: str
+    dir: str  # the model folder, relative to the run folder
+    provider: str | None = None
+    model: str | None = None
+    status: str = "pending"  # pending, completed, failed (could not be evaluated)
+    reason: str | None = None
+    log_tail: list[str] = Field(default_factory=list)
+    episodes_run: int = 0
+    restarts: int = 0
+    requests_resent: int = 0  # again on a fresh connection: one broke before any reply
+    binding: str | None = None  # the A2A binding and version spoken
+    spans: str | None = None  # expected, not expected, silent, or none (no span file)
+    span_waits: int = 0  # episodes that waited for their spans to appear
+
+
+class RunRecord(BaseModel):
+    """``run.json``: the resolved configuration, the dataset, the models and the status."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    schema_: str = Field(default=RUN_SCHEMA, alias="schema")
+    run_id: str
+    run_name: str | None = None
+    status: Literal["running", "completed", "partial", "failed", "interrupted"]
+    started_at: str
+    resumed_at: str | None = None
+    ended_at: str | None = None
+    config_file: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)  # env values and URL secrets removed
+    agent_url: str | None = None
+    dataset: str | None = None
+    dataset_sha256: str | None = None
+    tasks: list[str] = Field(default_factory=list)  # task ids, in the dataset's order
+    k: int = 1
+    models: list[ModelEntry] = Field(default_factory=list)
+    versions: dict[str, str | None] = Field(default_factory=dict)
+    infra_failures: int | None = None  # left when the run ended
+
+    def timestamp_utc(self) -> str | None:
+        """When the run started, as bat-cli wrote it (``20261201_033109``)."""
+        try:
+            started = datetime.fromisoformat(self.started_at.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return started.astimezone(UTC).strftime("%Y%m%d_%H%M%S")
+
+
+def read_run(run_dir: Path) -> RunRecord:
+    """``run.json`` of ``run_dir``; an InputError names the file and the first problem."""
+    path = run_dir / RUN_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path} cannot be read: {exc}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path} is malformed: expected a JSON object")
+    if data.get("schema", RUN_SCHEMA) != RUN_SCHEMA:
+        raise InputError(
+            f"{path} has schema {data.get('schema')!r}: not a run this bat can read "
+            f"(it reads {RUN_SCHEMA})"
+        )
+    try:
+        return RunRecord.model_validate(data)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        raise InputError(f"{path}: {_where(problem['loc'])}: {problem['msg']}") from None
+
+
+def _where(loc: tuple) -> str:
+    """A pydantic location as the file says it: ``models[0].dir``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
+    return text or "the file"
+
+
+def write_run(run_dir: Path, record: RunRecord) -> None:
+    """Write run.json: private to its owner (it records the configuration, and a model's
+    failure reason may quote anything), with every known secret scrubbed out."""
+    data = secrets.scrub_data(record.model_dump(mode="json", by_alias=True))
+    path = run_dir / RUN_FILE
+    try:
+        secrets.write_private(path, json.dumps(data, indent=1, default=str) + "\n")
+    except OSError as exc:  # named: the atomic writer fails on its temporary file
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+
+
+def update_run(run_dir: Path, **changes: Any) -> RunRecord:
+    """run.json with ``changes`` made (each checked as a field of :class:`RunRecord`)."""
+    record = read_run(run_dir)
+    data = record.model_dump(mode="json", by_alias=True)
+    data.update(changes)
+    record = RunRecord.model_validate(data)
+    write_run(run_dir, record)
+    return record
+
+
+def mark_ended(run_dir: Path, status: str, models: list[dict[str, Any]]) -> None:
+    """Say in run.json how the run ended early, even on a full disk.
+
+    When the atomic rewrite finds no room, the status word alone is changed in place:
+    ``interrupted`` and ``failed`` are no longer than ``running``, so no new block is
+    needed. Nothing else of the file is touched then.
+    """
+    try:
+        update_run(run_dir, status=status, ended_at=now_iso(), models=models)
+        return
+    except (OSError, InputError):
+        pass
+    path = run_dir / RUN_FILE
+    with contextlib.suppress(OSError), path.open("r+b") as handle:
+        text = handle.read()
+        changed = text.replace(b'"status": "running"', f'"status": "{status}"'.encode(), 1)
+        if changed != text:
+            handle.seek(0)
+            handle.write(changed)
+            handle.truncate()
+
+
+def versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found: dict[str, str | None] = {"python": platform.python_version()}
+    for name in ("bat-cli", "a2a-sdk"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def model_dirs(run_dir: Path) -> list[Path]:
+    """The folder of each model run.json lists, each checked to be inside the run (and
+    the run checked to hold no symbolic link: see :func:`refuse_links`)."""
+    refuse_links(run_dir)
+    record = read_run(run_dir)
+    return [model_dir(run_dir, model, n) for n, model in enumerate(record.models)]
+
+
+def refuse_links(run_dir: Path) -> None:
+    """A run folder bat made holds no symbolic link; one found there (``episodes`` linked
+    to another folder, ``summary.json`` to a file of yours) could lead a write outside the
+    run, so every command that writes in a run refuses it before writing anything."""
+    for folder, dirs, files in os.walk(run_dir):
+        for name in (*dirs, *files):
+            path = Path(folder) / name
+            if path.is_symlink():
+                raise InputError(
+                    f"{path} is a symbolic link; a run folder made by bat holds none, and "
+                    "bat does not write through one (remove it, or copy what it points at)"
+                )
+
+
+def model_dir(run_dir: Path, model: ModelEntry, index: int) -> Path:
+    """``run_dir / model.dir`` for run.json's ``models[index]``; a ``dir`` that is
+    absolute, climbs out with ``..`` or is a symbolic link out of the run is an
+    InputError naming run.json and the key, so no command reads or writes elsewhere."""
+    secrets.inside(run_dir, model.dir, file=run_dir / RUN_FILE, key=f"models[{index}].dir")
+    return run_dir / model.dir

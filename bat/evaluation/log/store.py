@@ -1,0 +1,383 @@
+"""Reading and writing a run's files: the one place that does.
+
+* **Episodes** have one reader, :func:`episodes`. A file that cannot be read is an
+  :class:`~bat.errors.InputError` naming it, unless the caller passes a list to collect
+  such files in (the judge leaves them as they are, the report shows what it can): the
+  policy is the caller's, said at the call, and the reading is the same for all.
+* **Writes** are atomic (a reader never sees half a file), scrubbed of every secret bat
+  knows of, and refuse to follow a symbolic link.
+* **Stages never rewrite an upstream file behind the log's back.** The judge's scores and
+  ``eval.verdict``'s new verdicts go into the episode file through :func:`write_scores`
+  and :func:`write_verdict`: the episode stays one self-contained file (what the report
+  links to, what bat-cli users open), and the update is versioned by the episode's own
+  ``schema`` and the scores' ``rubric_version``. A separate scores file was weighed and
+  left: it would make every reader join two files, and a run copied without it would
+  silently lose its judgements.
+* **Older versions** are read as today's: a ``bat.metrics/1`` folder is summarized again
+  from its own per-episode rows (they hold every number the statistics need); a bat-cli
+  2026.10 folder is converted by :mod:`bat.evaluation.log.batcli`. A file of a later bat
+  (a version this one does not know) is an error saying so, not a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from bat.atomic import write_text_atomic
+from bat.errors import InputError
+from bat.evaluation import secrets
+from bat.evaluation.log import layout
+from bat.evaluation.log.episode import (
+    EPISODE_SCHEMA,
+    OLDER_EPISODE_SCHEMAS,
+    EpisodeResult,
+    Verdict,
+)
+from bat.evaluation.log.summary import (
+    METRICS_SCHEMA,
+    OLDER_METRICS_SCHEMAS,
+    SUMMARY_SCHEMA,
+    EpisodeRow,
+    Metrics,
+    RowTime,
+    RowTokens,
+    RowVerdict,
+    Summary,
+    dump,
+)
+
+# --- JSON files ---------------------------------------------------------------------------
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON file holding an object; any other content is an :class:`InputError`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
+    except OSError as exc:
+        raise InputError(f"{path} cannot be read: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path} is malformed: expected a JSON object")
+    if _SURROGATE_ESCAPE.search(text):
+        data = without_surrogates(data)
+    return data
+
+
+# JSON may spell half of a UTF-16 pair alone ("\ud800"); Python then holds a string that
+# cannot be written as UTF-8 at all, so no label, table or file could be made of it.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def without_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [without_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def write_json(path: Path, content: dict[str, Any]) -> Path:
+    """``content`` written atomically to ``path`` without any secret bat knows of."""
+    content = secrets.scrub_data(content)
+    try:
+        write_text_atomic(path, json.dumps(content, indent=1, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+    return path
+
+
+# --- episodes -----------------------------------------------------------------------------
+
+
+def read_episode(path: Path) -> EpisodeResult:
+    """One episode file (any version bat wrote); an InputError names what is wrong."""
+    try:
+        episode = EpisodeResult.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise InputError(f"{path} cannot be read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise InputError(f"{path} is not an episode file: {_first_line(exc)}") from None
+    if episode.schema_ != EPISODE_SCHEMA and episode.schema_ not in OLDER_EPISODE_SCHEMAS:
+        raise InputError(
+            f"{path} is a {episode.schema_!r} episode, a format this bat does not know "
+            "(written by a later bat? update bat to read it)"
+        )
+    return episode
+
+
+def episodes(
+    model_dir: Path, unreadable: list[str] | None = None
+) -> Iterator[tuple[Path, EpisodeResult]]:
+    """Every episode of a model folder, read one at a time, in file-name order.
+
+    A file that cannot be read raises an InputError; with ``unreadable``, its problem is
+    appended there and the file is skipped.
+    """
+    for path in layout.episode_files(model_dir):
+        try:
+            yield path, read_episode(path)
+        except InputError as exc:
+            if unreadable is None:
+                raise
+            unreadable.append(exc.message)
+
+
+def run_episodes(run_dir: Path, unreadable: list[str]) -> Iterator[tuple[Path, EpisodeResult]]:
+    """Every episode of every model folder under ``run_dir`` (unreadable ones collected)."""
+    for model_dir in sorted(p for p in run_dir.iterdir() if p.is_dir()):
+        yield from episodes(model_dir, unreadable)
+
+
+def episodes_done(model_dir: Path) -> set[tuple[str, int]]:
+    """``(task file stem, attempt)`` of every episode file already written."""
+    done = set()
+    for path in layout.episode_files(model_dir):
+        match = layout.EPISODE_NAME.match(path.name)
+        if match:
+            done.add((match["stem"], int(match["attempt"])))
+    return done
+
+
+def infra_failures(model_dir: Path) -> set[tuple[str, int]]:
+    """``(task file stem, attempt)`` of every episode recorded as an infrastructure failure."""
+    found = set()
+    for path in layout.episode_files(model_dir):
+        match = layout.EPISODE_NAME.match(path.name)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if match and isinstance(data, dict) and data.get("infra_error"):
+            found.add((match["stem"], int(match["attempt"])))
+    return found
+
+
+def write_episode(model_dir: Path, stem: str, episode: EpisodeResult) -> Path:
+    """Write a new episode; an earlier record of the same (task, attempt) — one
+    ``--retry-infra`` runs again — is moved to ``retried/`` and listed in ``earlier``."""
+    path = layout.episode_path(model_dir, stem, episode.attempt)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            episode.earlier = [*_earlier(path), _set_aside(path, model_dir)]
+        write_text_atomic(path, episode.to_json())
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+    return path
+
+
+def write_scores(path: Path, episode: EpisodeResult, scores: dict[str, Any]) -> bool:
+    """Put the judges' ``scores`` into the episode at ``path``; False if they were there."""
+    scores = secrets.scrub_data(scores)  # a judge's reasoning may quote what it was sent
+    if episode.scores == scores:
+        return False  # an unchanged re-judge rewrites nothing
+    episode.scores = scores
+    _rewrite(path, episode)
+    return True
+
+
+def write_verdict(path: Path, episode: EpisodeResult, verdict: Verdict) -> bool:
+    """Put a new deterministic verdict into the episode at ``path``; False if unchanged."""
+    if episode.verdict == verdict:
+        return False
+    episode.verdict = verdict
+    _rewrite(path, episode)
+    return True
+
+
+def _rewrite(path: Path, episode: EpisodeResult) -> None:
+    """An episode updated in place, in today's format (an older one is upgraded)."""
+    episode.schema_ = EPISODE_SCHEMA
+    try:
+        write_text_atomic(path, episode.to_json())
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+
+
+def _earlier(path: Path) -> list[str]:
+    """The ``earlier`` list of the record at ``path`` (records chain their predecessors)."""
+    try:
+        return EpisodeResult.model_validate_json(path.read_bytes()).earlier
+    except (OSError, ValueError):
+        return []
+
+
+def _set_aside(path: Path, model_dir: Path) -> str:
+    """Move a replaced episode file to ``retried/`` under a name not taken yet."""
+    layout.retried_dir(model_dir).mkdir(exist_ok=True)
+    for n in range(1, 10_000):
+        target = layout.retried_path(model_dir, path, n)
+        if not target.exists():
+            path.replace(target)
+            return target.relative_to(model_dir).as_posix()
+    raise OSError(f"too many earlier records of {path.name} in {layout.retried_dir(model_dir)}")
+
+
+# --- summary.json and metrics.json --------------------------------------------------------
+
+
+def write_results(model_dir: Path, summary: Summary, metrics: Metrics) -> list[Path]:
+    """``summary.json`` and ``metrics.json`` of a model folder."""
+    return [
+        write_json(layout.summary_file(model_dir), dump(summary)),
+        write_json(layout.metrics_file(model_dir), dump(metrics)),
+    ]
+
+
+def result_files(model_dir: Path) -> list[Path]:
+    return [layout.summary_file(model_dir), layout.metrics_file(model_dir)]
+
+
+@dataclass
+class ModelResults:
+    """One model folder's results, read in today's shapes whatever wrote them."""
+
+    folder: Path
+    summary: Summary
+    metrics: Metrics
+    run_id: str
+    source: str  # "bat", "bat (older format)" or "bat-cli 2026.10"
+
+    @property
+    def model(self) -> str:
+        return self.metrics.model
+
+
+def read_results(folder: Path) -> ModelResults:
+    """The ``summary.json`` and ``metrics.json`` of a model folder (bat's of any version,
+    or bat-cli 2026.10's); an InputError names the file and what is wrong with it."""
+    from bat.evaluation.log import batcli
+
+    folder = Path(folder)
+    if batcli.is_model_folder(folder):
+        found = batcli.load(folder)
+        return ModelResults(folder, found.summary, found.metrics, found.run_id, "bat-cli 2026.10")
+    path = layout.metrics_file(folder)
+    raw = read_json_object(path)
+    schema = raw.get("schema")
+    if schema in OLDER_METRICS_SCHEMAS:
+        summary, metrics = _upgrade(folder, raw)
+        source = "bat (older format)"
+    elif schema == METRICS_SCHEMA:
+        metrics = _validate(Metrics, raw, path)
+        summary_path = layout.summary_file(folder)
+        given = read_json_object(summary_path)
+        _known(given, SUMMARY_SCHEMA, summary_path)
+        summary = _validate(Summary, given, summary_path)
+        source = "bat"
+    else:
+        _known(raw, METRICS_SCHEMA, path)
+        raise AssertionError("unreachable")
+    return ModelResults(folder, summary, metrics, _run_id(folder, metrics.run_id), source)
+
+
+def _known(data: dict[str, Any], schema: str, path: Path) -> None:
+    given = data.get("schema")
+    if given != schema:
+        what = "no schema key" if given is None else f"schema {given!r}"
+        raise InputError(
+            f"{path} has {what}: not a file this bat can read (it reads {schema} and older)"
+        )
+
+
+def _validate(model: type, data: dict[str, Any], path: Path) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"]) or "the file"
+        raise InputError(f"{path} is malformed: {where}: {problem['msg']}") from None
+
+
+def _run_id(folder: Path, written: str | None) -> str:
+    """The run a model folder belongs to: its parent's name in a run folder."""
+    if layout.is_run_folder(folder.parent):
+        return folder.parent.name
+    return written or folder.name
+
+
+def _upgrade(folder: Path, raw: dict[str, Any]) -> tuple[Summary, Metrics]:
+    """A ``bat.metrics/1`` file (and its summary) summarized again from its rows."""
+    from bat.evaluation.metrics import summarize
+
+    path = layout.metrics_file(folder)
+    given = raw.get("per_episode")
+    if not isinstance(given, list):
+        raise InputError(f"{path} is malformed: 'per_episode' is not a list")
+    rows = [_row_v1(row, f"{path}: per_episode row {n}") for n, row in enumerate(given, 1)]
+    stats = raw.get("summary") if isinstance(raw.get("summary"), dict) else {}
+    k = stats.get("k") if isinstance(stats.get("k"), int) else 1
+    model = raw.get("model") if isinstance(raw.get("model"), str) and raw["model"] else folder.name
+    run_id = raw.get("run_id") if isinstance(raw.get("run_id"), str) else None
+    order = list(dict.fromkeys(row.task_id for row in rows))
+    return summarize(rows, k=k, model=model, task_order=order, run_id=run_id)
+
+
+def _row_v1(row: Any, where: str) -> EpisodeRow:
+    """A ``bat.metrics/1`` per-episode row in today's shape."""
+    if not isinstance(row, dict) or not isinstance(row.get("task_id"), str | int):
+        raise InputError(f"{where} has no task_id")
+    try:
+        wall = float(row.get("wall_time_s") or 0.0)
+        passed = bool(row.get("passed"))
+        return EpisodeRow(
+            task_id=str(row["task_id"]),
+            status=str(row.get("status") or ""),
+            success=passed,
+            time=RowTime(wall_ms=round(wall * 1000, 1)),
+            tokens=RowTokens(
+                prompt_tokens=row.get("prompt_tokens") or 0,
+                completion_tokens=row.get("completion_tokens") or 0,
+                total_tokens=row.get("total_tokens") or 0,
+            ),
+            verdict=RowVerdict(passed=passed),
+            attempt=row.get("attempt") if isinstance(row.get("attempt"), int) else 1,
+            wall_time_s=wall,
+            time_to_first_event_s=row.get("time_to_first_event_s"),
+            infra_error=row.get("infra_error"),
+            agent_error=row.get("agent_error"),
+            vacuous=row.get("vacuous") is True,
+            model_calls=row.get("model_calls") or 0,
+            tool_calls=row.get("tool_calls") or 0,
+            scores=row.get("scores"),
+            judge_error=row.get("judge_error"),
+        )
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"{where}: {_first_line(exc)}") from None
+
+
+def result_folders(folder: Path) -> list[Path]:
+    """Every folder under ``folder`` (itself included) holding a ``metrics.json``."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        if layout.METRICS_FILE in files:
+            found.append(Path(root))
+    return found
+
+
+def summarized_models(run_dir: Path) -> list[Path]:
+    """The model folders of a run (bat's, or bat-cli's without run.json) that hold a
+    ``summary.json``."""
+    from bat.evaluation.log import run as rundir
+
+    if layout.is_run_folder(run_dir):
+        return [d for d in rundir.model_dirs(run_dir) if layout.has_summary(d)]
+    return sorted(d for d in run_dir.iterdir() if d.is_dir() and layout.has_summary(d))
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

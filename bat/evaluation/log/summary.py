@@ -1,0 +1,240 @@
+"""``summary.json`` and ``metrics.json`` of one model of a run, as typed models.
+
+Both files carry bat-cli 2026.10's keys with bat-cli's meaning, so a script written for
+bat-cli's files keeps working (``.attempts[] | select(.passed < .attempts)``,
+``.summary.time.avg_wall_ms``, ``.per_episode[].success``); bat's richer fields sit
+beside them. One unit per quantity: **seconds** for every time bat measures
+(``wall_time_s``), **counts** for tokens. The ``*_ms`` fields exist only because
+bat-cli's files had them, and are derived from the seconds when the file is written.
+
+The numbers are computed in one place, :mod:`bat.evaluation.metrics`; charts, the
+report and ``eval.compare`` only read them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SUMMARY_SCHEMA = "bat.summary/2"
+METRICS_SCHEMA = "bat.metrics/2"
+OLDER_SUMMARY_SCHEMAS = frozenset({"bat.summary/1"})
+OLDER_METRICS_SCHEMAS = frozenset({"bat.metrics/1"})
+
+
+class _Model(BaseModel):
+    # Files of a later minor version may carry fields this one does not know: ignored.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+# --- summary.json -------------------------------------------------------------------------
+
+
+class JudgeStats(_Model):
+    """One judge dimension over a model's episodes."""
+
+    mean: float | None
+    min: float | None
+    max: float | None
+    count: int
+    errors: int
+
+
+class TaskSummary(_Model):
+    """One task of one model: bat-cli's counts first, then bat's."""
+
+    task_id: str
+    attempts: int  # every attempt, infrastructure failures included
+    passed: int
+    failed: int
+    success_percentage: float  # 100 * passed / attempts
+    infra_failures: int = 0
+    agent_errors: dict[str, int] = Field(default_factory=dict)  # only kinds that occurred
+    vacuous_passes: int = 0
+    pass_rate: float | None = None  # passed / attempts
+    pass_rate_ci95: list[float] | None = None
+    judged: int = 0  # attempts that are not infrastructure failures: the n of pass@k
+    pass_at_k: float | None = None
+    pass_hat_k: float | None = None
+    pass_at: dict[str, float | None] = Field(default_factory=dict)
+    pass_hat: dict[str, float | None] = Field(default_factory=dict)
+    judge: dict[str, float | None] | None = None  # mean score per dimension
+
+
+class Totals(_Model):
+    """A model's counts and estimators over every task."""
+
+    tasks: int
+    attempts: int
+    passed: int
+    failed: int
+    infra_failures: int
+    infra_failures_by_kind: dict[str, int]
+    agent_errors_total: int
+    agent_errors: dict[str, int]  # every kind of the closed set, 0 or more
+    vacuous_passes: int
+    success_percentage: float
+    success_ci95: list[float] | None
+    pass_at_k: float | None
+    pass_hat_k: float | None
+    pass_at: dict[str, float | None]
+    pass_hat: dict[str, float | None]
+    tasks_without_judged_attempts: int
+    judge: dict[str, JudgeStats] | None
+
+
+class Summary(_Model):
+    """``summary.json``."""
+
+    schema_: str = Field(default=SUMMARY_SCHEMA, alias="schema")
+    # bat-cli 2026.10's keys
+    run_name: str | None = None
+    timestamp_utc: str | None = None  # when the run started, bat-cli's "YYYYmmdd_HHMMSS"
+    k: int
+    model_name: str  # the model as the provider calls it (bat-cli: without the provider)
+    attempts: list[TaskSummary]  # per task, in the dataset's order
+    qualitative_scores: dict[str, float | None] = Field(default_factory=dict)
+    passed: int
+    # bat's
+    model: str  # the label: the model folder's name in a bat run
+    run_id: str | None = None
+    totals: Totals
+
+    def task(self, task_id: str) -> TaskSummary | None:
+        return next((t for t in self.attempts if t.task_id == task_id), None)
+
+
+# --- metrics.json -------------------------------------------------------------------------
+
+
+class RowVerdict(_Model):
+    passed: bool
+    reason: str = ""
+
+
+class RowTime(_Model):
+    wall_ms: float  # derived: wall_time_s * 1000 (bat-cli's unit)
+
+
+class RowTokens(_Model):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cached_prompt_pct: float = 0.0  # bat-cli's; the A2A stream does not report it
+
+
+class EpisodeRow(_Model):
+    """One episode in ``metrics.json``'s ``per_episode`` (a few numbers, kept small)."""
+
+    # bat-cli 2026.10's keys
+    task_id: str
+    expected_outcome: str | None = None
+    status: str
+    success: bool  # the deterministic verdict passed
+    time: RowTime
+    tokens: RowTokens = Field(default_factory=RowTokens)
+    verdict: RowVerdict
+    # bat's
+    attempt: int
+    wall_time_s: float
+    time_to_first_event_s: float | None = None
+    infra_error: str | None = None  # its kind, when bat could not observe the agent
+    agent_error: str | None = None  # its kind, when the agent answered with an error
+    vacuous: bool = False  # passed with an empty answer, or only the status was checked
+    model_calls: int = 0
+    tool_calls: int = 0
+    scores: dict[str, float | None] | None = None  # judge score per dimension
+    judge_error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.success
+
+
+class Distribution(_Model):
+    """A quantity over a model's episodes (see :func:`bat.evaluation.metrics.percentile`)."""
+
+    count: int
+    total: float | None
+    mean: float | None
+    min: float | None
+    p25: float | None
+    median: float | None
+    p75: float | None
+    p90: float | None
+    p99: float | None
+    max: float | None
+
+
+class TimeMs(_Model):
+    """bat-cli's times, derived from ``wall_time_s``."""
+
+    total_wall_ms: float
+    avg_wall_ms: float
+    min_wall_ms: float
+    max_wall_ms: float
+
+
+class TokenTotals(_Model):
+    # bat-cli 2026.10's keys
+    prompt_tokens_total: int
+    completion_tokens_total: int
+    total_tokens_total: int
+    cached_prompt_pct: float = 0.0
+    avg_total_tokens: float
+    min_total_tokens: int
+    max_total_tokens: int
+    # bat's
+    prompt_mean: float | None = None
+    completion_mean: float | None = None
+
+
+class MetricsSummary(_Model):
+    """``metrics.json``'s ``summary``: bat-cli's keys first, then bat's."""
+
+    episodes: int
+    k_attempts: int
+    total_runs: int  # bat-cli's name for the number of episodes
+    passed: int
+    failed: int
+    pass_rate: float | None  # passed / episodes
+    time: TimeMs
+    tokens: TokenTotals
+    pass_rate_ci95: list[float] | None = None
+    infra_failures: int = 0
+    infra_failures_by_kind: dict[str, int] = Field(default_factory=dict)
+    agent_errors_total: int = 0
+    agent_errors: dict[str, int] = Field(default_factory=dict)
+    vacuous_passes: int = 0
+    pass_at_k: float | None = None
+    pass_hat_k: float | None = None
+    pass_at: dict[str, float | None] = Field(default_factory=dict)
+    pass_hat: dict[str, float | None] = Field(default_factory=dict)
+    wall_time_s: Distribution
+    time_to_first_event_s: Distribution
+    judge: dict[str, JudgeStats] | None = None
+    model_calls_total: int = 0
+    tool_calls_total: int = 0
+
+
+class Metrics(_Model):
+    """``metrics.json``."""
+
+    schema_: str = Field(default=METRICS_SCHEMA, alias="schema")
+    model: str
+    run_id: str | None = None
+    per_episode: list[EpisodeRow]
+    summary: MetricsSummary
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rows_are_a_list(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not isinstance(data.get("per_episode", []), list):
+            raise ValueError("per_episode is not a list")
+        return data
+
+
+def dump(model: BaseModel) -> dict[str, Any]:
+    """The JSON content of a summary or metrics model, with its ``schema`` key."""
+    return model.model_dump(mode="json", by_alias=True)
