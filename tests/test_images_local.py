@@ -149,7 +149,7 @@ def test_build_push_builds_once(bat, home, tmp_path, svc, repo):
     result = bat("build", "--version", "4", "push", cwd=ctx, env=env)
     assert result.code == 0, result.err
     assert result.out.count("Built ") == 1 and "is already built in this run" in result.out
-    # push's own flags reach its pre-task build: one build, of the version pushed.
+    # push's own flags reach the build it makes: one build, of the version pushed.
     result = bat("push", "--version", "5", cwd=ctx, env=env)
     assert result.code == 0, result.err
     assert (
@@ -157,6 +157,40 @@ def test_build_push_builds_once(bat, home, tmp_path, svc, repo):
         and f"Built {svc['BAT_CI_REGISTRY']}/{repo}:5 " in result.out
     )
     assert sorted(tags(svc["BAT_CI_REGISTRY"], repo)) == ["3", "4", "5"]
+
+
+def test_flags_after_push_ask_for_a_second_image(bat, home, tmp_path, svc, repo):
+    """`bat build push --version 6`: build builds its own version, push builds and pushes 6."""
+    ctx = make_context(tmp_path / "agent", card={"version": "3"})
+    env = engine_env(svc, BAT_DOCKER_REGISTRY=svc["BAT_CI_REGISTRY"], BAT_DOCKER_REPO=repo)
+    result = bat("build", "push", "--version", "6", cwd=ctx, env=env)
+    assert result.code == 0, result.err
+    name = f"{svc['BAT_CI_REGISTRY']}/{repo}"
+    built = [line.split(" (image ")[0] for line in result.out.splitlines() if "Built " in line]
+    assert built == [f"Built {name}:3", f"Built {name}:6"]
+    assert "already built" not in result.out
+    assert result.out.index(f"Built {name}:6") < result.out.index(f"Pushing {name}:6")
+    assert tags(svc["BAT_CI_REGISTRY"], repo) == ["6"]
+
+
+def test_no_cache_reaches_the_build_push_makes(bat, home, tmp_path, svc, repo):
+    """--no-cache given to build, or images.no_cache, is how push builds without the cache."""
+    ctx = make_context(tmp_path / "agent", card={"version": "1"})
+    env = engine_env(svc, BAT_DOCKER_REGISTRY=svc["BAT_CI_REGISTRY"], BAT_DOCKER_REPO=repo)
+    logs = ctx / ".bat" / "logs"
+
+    def build_log_of(*args, **extra):
+        before = set(logs.glob("build-*.log"))
+        result = bat(*args, cwd=ctx, env={**env, **extra})
+        assert result.code == 0, result.err
+        assert result.out.count("Built ") == 1 and "Pushed " in result.out
+        (new,) = set(logs.glob("build-*.log")) - before
+        return new.read_text()
+
+    build_log_of("push")  # the layers are in the engine's cache from now on
+    assert "Using cache" in build_log_of("build", "push")
+    assert "Using cache" not in build_log_of("build", "--no-cache", "push")
+    assert "Using cache" not in build_log_of("push", BAT_IMAGES_NO_CACHE="true")
 
 
 def test_push_to_an_unreachable_registry(bat, home, tmp_path, svc, repo):

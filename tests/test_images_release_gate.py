@@ -81,3 +81,41 @@ def test_gate_fails_below_the_threshold_and_nothing_is_built(tmp_path, home, svc
     result = invoke(tmp_path / "agent", svc, "release", "--threshold", "0.5")
     assert result.returncode == 0, result.stdout + result.stderr
     assert tags(svc["BAT_CI_REGISTRY"], repo) == ["1.0.0"]
+
+
+PLAIN_TASKS = """\
+from invoke import Collection, task
+
+from bat.tasks import images
+
+
+@task(post=[images.push])
+def ship(c):
+    print("shipping")
+
+
+ns = Collection(ship, images.ns)  # no ns.configure: the root lacks the images defaults
+"""
+
+
+def test_push_as_a_post_task_of_a_root_without_the_images_defaults(tmp_path, svc):
+    """push builds in its own body, so it needs nothing of the root's configuration; what
+    it built counts for the image tasks after it (images.build then builds nothing)."""
+    repo = unique_repo("post")
+    svc["_repos"].append(repo)
+    root = tmp_path / "agent"
+    root.mkdir()
+    (root / "Dockerfile").write_text("FROM scratch\nARG VERSION\nLABEL v=${VERSION}\n")
+    (root / "agent.json").write_text(json.dumps({"name": "Post Agent", "version": "2.0.0"}))
+    (root / ".env").write_text(
+        f"BAT_DOCKER_REGISTRY={svc['BAT_CI_REGISTRY']}\nBAT_DOCKER_REPO={repo}\n"
+    )
+    (root / "tasks.py").write_text(PLAIN_TASKS)
+    result = invoke(root, svc, "ship", "images.build")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    ref = f"{svc['BAT_CI_REGISTRY']}/{repo}:2.0.0"
+    assert out.index("shipping") < out.index(f"Built {ref} ") < out.index(f"Pushed {ref} ")
+    assert out.count("Built ") == 1
+    assert out.index(f"Pushed {ref} ") < out.index(f"{ref} is already built in this run")
+    assert tags(svc["BAT_CI_REGISTRY"], repo) == ["2.0.0"]

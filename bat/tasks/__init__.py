@@ -28,8 +28,8 @@ ns.add_task(version.version)
 ns.add_task(images.build)
 ns.add_task(images.push)
 # Every group's defaults at the root too: Invoke gives a pre/post task (eval.run's judge,
-# summarize, plot; push's build) only the root's configuration, and reads a BAT_*
-# variable only for a key the configuration has. With all of them here every task sees
+# summarize, plot) only the root's configuration, and reads a BAT_* variable only for a
+# key the configuration has. With all of them here every task sees
 # every setting with its type, and every command checks every BAT_* variable, so a bad
 # one is found at once (bat.cli.config), not by the one command that reads it.
 for _group in (init.ns, eval_.ns, images.ns):

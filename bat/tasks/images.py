@@ -1,31 +1,40 @@
 """``bat build`` and ``bat push``: the agent's container image, built and pushed.
 
-Both tasks resolve the same settings (the image reference by the precedence in
-:mod:`bat.images.settings`, the context, the remote host) from their flags, the flags
-an earlier image task of the same command line was given, and the Invoke configuration
-(``docker.*`` and ``images.*`` keys, ``BAT_*`` variables, ``bat.yaml``), then call
-:mod:`bat.images.operations`.
+Thin like the other task modules: each task reads its flags and the configuration
+(``docker.*`` and ``images.*`` keys, ``BAT_*`` variables, ``bat.yaml``) and calls the
+library: :mod:`bat.images.commandline` decides which image and whether it is built yet,
+:mod:`bat.images.operations` builds and pushes.
 
-``push`` builds first through an Invoke ``pre`` task. Invoke gives a pre task no flags,
-so push's pre task is a :class:`_BuildForPush` call of ``build`` that carries the flags
-push itself was given (``bat push --version 2`` builds version 2, once). Invoke
-deduplicates equal calls, so ``bat build push`` builds once; and a build made earlier
-in the same run is never repeated (``bat build --version 2 push``: the flags given to
-``build`` apply to the later ``push`` too).
+``push`` builds first, in its own body, unless this command line has already built that
+image: ``bat push --version 2`` builds version 2 once, then pushes it, and ``bat build
+push`` builds once. There is no ``pre`` task: Invoke gives a pre task none of the flags
+of the task it precedes, so a pre-task build could not build the version being pushed.
+
+What the image tasks of one command line share is kept where ``eval.run`` keeps its run
+directory for the stages after it: in the Invoke configuration, whose changes made by a
+task last for the rest of the run. Two internal keys, set only here and never read from
+a file (bat's settings schema refuses them there):
+
+* ``images.earlier_flags``: the shared flags given to the image tasks so far, so the
+  flags of ``bat build --version 2 push`` apply to the ``push`` too;
+* ``images.built``: the images built so far, as :attr:`Target.key
+  <bat.images.commandline.Target.key>` lists.
 
 Mounted in another project's ``tasks.py``, copy the defaults to your root collection
-(``ns.configure(images.ns.configuration())``): Invoke gives a pre/post task the root's
-configuration only.
+(``ns.configure(images.ns.configuration())``) when ``push`` is a pre/post task there:
+Invoke gives a pre/post task the root's configuration only.
 """
 
 from __future__ import annotations
 
-import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from invoke import Argument, Call, Collection, Context, task
+from invoke import Collection, Context
 
-from bat.tasks._options import BatTask, command
+from bat.tasks._options import command, setting
+
+if TYPE_CHECKING:
+    from bat.images.commandline import Target
 
 DEFAULTS: dict[str, dict[str, Any]] = {
     "docker": {"registry": None, "repo": None},
@@ -78,69 +87,15 @@ def build(
         "docker_registry": docker_registry,
         "repo": repo,
         "version": version,
-        "no_cache": no_cache,
         "host": host,
         "identity": identity,
         "accept_new_host_key": accept_new_host_key,
     }
-    _build(c, flags, for_push=isinstance(c, _PushContext))
+    target = _target(c, flags, require_registry=False)
+    _build_once(c, target, no_cache=no_cache or bool(setting(c, None, "images.no_cache", False)))
 
 
-class _PushContext(Context):
-    """The context of push's pre-task build: the build must have a registry to push to."""
-
-
-class _BuildForPush(Call):
-    """``build`` as push's pre task, called with the flags ``push`` was given."""
-
-    def __init__(self, task=None, called_as=None, args=None, kwargs=None) -> None:
-        # Invoke clones calls (a collection loaded from a tasks.py is a deep copy).
-        super().__init__(task if task is not None else build, called_as=called_as, args=args)
-
-    @property  # type: ignore[override]
-    def kwargs(self) -> dict[str, Any]:
-        given = {name: argument.value for name, argument in _PUSH_ARGUMENTS.items()}
-        return {name: given.get(name, default) for name, default in _BUILD_PARAMS.items()}
-
-    @kwargs.setter
-    def kwargs(self, value: dict[str, Any]) -> None:
-        """Ignored: the keyword arguments are push's, read when the call runs."""
-
-    def make_context(self, config: Any) -> Context:
-        return _PushContext(config=config)
-
-
-# push's arguments as the parser filled them in the current run (see _PushTask). Module
-# state, because Invoke copies tasks (every copy of push shares what it parsed).
-_PUSH_ARGUMENTS: dict[str, Argument] = {}
-
-
-class _SharedArgument(Argument):
-    """An Argument whose copies are itself, so the values parsed for it can be read later.
-
-    Invoke's parser works on deep copies of each task's arguments; sharing them lets
-    push's pre-task call see what push was given on the command line.
-    """
-
-    def __deepcopy__(self, memo: dict) -> _SharedArgument:
-        return self
-
-
-class _PushTask(BatTask):
-    """``push``: shares its parsed arguments with :class:`_BuildForPush`."""
-
-    def get_arguments(self, ignore_unknown_help: bool | None = None) -> list[Argument]:
-        arguments = super().get_arguments(ignore_unknown_help)
-        for argument in arguments:
-            argument.__class__ = _SharedArgument
-        _PUSH_ARGUMENTS.clear()
-        _PUSH_ARGUMENTS.update((argument.name, argument) for argument in arguments)
-        return arguments
-
-
-@task(
-    klass=_PushTask,
-    pre=[_BuildForPush()],
+@command(
     short=_SHORT,
     help={
         **_HELP,
@@ -158,14 +113,14 @@ def push(
     accept_new_host_key: bool = False,
     username: str | None = None,
 ) -> None:
-    """Build (as a pre task), then push {registry}/{repo}:{version} and print its digest.
+    """Build (unless built in this run), then push {registry}/{repo}:{version} and print its digest.
 
     A registry must be named (flag, BAT_DOCKER_REGISTRY, configuration or .env): bat
     never pushes to Docker Hub unasked. Credentials: your Docker login, or --username
     with the password on stdin or in BAT_DOCKER_PASSWORD.
     """
     from bat.images.credentials import read_credentials
-    from bat.images.operations import build_image, push_image
+    from bat.images.operations import push_image
 
     flags = {
         "context": context,
@@ -176,103 +131,50 @@ def push(
         "identity": identity,
         "accept_new_host_key": accept_new_host_key,
     }
-    resolved = _resolve(c, flags, require_registry=True)
-    settings, spec, ssh = resolved
-    if _key(resolved) not in _session(c)["built"]:
-        # Not built in this run (push called from code with other arguments): build now.
-        build_image(settings, no_cache=bool(_conf(c, "images.no_cache")), host=spec, ssh=ssh)
-        _session(c)["built"].add(_key(resolved))
-    user = username or _conf(c, "images.username")
+    target = _target(c, flags, require_registry=True)  # no registry: stop before building
+    _build_once(c, target, no_cache=bool(setting(c, None, "images.no_cache", False)))
+    user = username or setting(c, None, "images.username", None)
+    settings = target.settings
     credentials = read_credentials(user, settings.registry_host) if user else None
-    push_image(settings, credentials=credentials, host=spec, ssh=ssh)
+    push_image(settings, credentials=credentials, host=target.host, ssh=target.ssh)
 
 
-_BUILD_PARAMS = {
-    name: param.default
-    for name, param in list(inspect.signature(build.body).parameters.items())[1:]
-}
+def _target(c: Context, flags: dict[str, Any], *, require_registry: bool) -> Target:
+    """This task's image and host; its flags are remembered for the image tasks after it."""
+    from bat.images.commandline import merge_flags, resolve_target
+
+    earlier = setting(c, None, "images.earlier_flags", None) or {}
+    merged = merge_flags(dict(earlier), flags)
+    configured = {
+        f"{group}.{key}": setting(c, None, f"{group}.{key}", default)
+        for group, keys in DEFAULTS.items()
+        for key, default in keys.items()
+    }
+    target = resolve_target(merged, configured, require_registry=require_registry)
+    _record(c, "earlier_flags", merged)
+    return target
 
 
-def _build(c: Context, flags: dict[str, Any], *, for_push: bool) -> None:
+def _build_once(c: Context, target: Target, *, no_cache: bool) -> None:
+    """Build ``target`` unless this command line has built it already."""
+    from bat.images.commandline import is_built
     from bat.images.operations import build_image
 
-    resolved = _resolve(c, flags, require_registry=for_push)
-    settings, spec, ssh = resolved
-    built = _session(c)["built"]
-    if _key(resolved) in built:
-        where = f" on {spec}" if spec else ""
-        print(f"{settings.ref} is already built{where} in this run")
+    built = list(setting(c, None, "images.built", None) or [])
+    if is_built(target, built):
+        print(f"{target.settings.ref} is already built{target.where} in this run")
         return
-    no_cache = bool(flags.get("no_cache") or _conf(c, "images.no_cache"))
-    build_image(settings, no_cache=no_cache, host=spec, ssh=ssh)
-    built.add(_key(resolved))
+    build_image(target.settings, no_cache=no_cache, host=target.host, ssh=target.ssh)
+    _record(c, "built", [*built, target.key])
 
 
-def _resolve(c: Context, flags: dict[str, Any], *, require_registry: bool):
-    """(ImageSettings, HostSpec or None, SshOptions) from flags, earlier flags and config."""
-    from bat.images.remote import SshOptions
-    from bat.images.settings import host_spec, resolve
-
-    session = _session(c)
-    given = {**session["given"], **{k: v for k, v in flags.items() if v not in (None, False, "")}}
-
-    def pick(name: str, key: str | None) -> Any:
-        if given.get(name) not in (None, False, ""):
-            return given[name]
-        return _conf(c, key) if key else None
-
-    settings = resolve(
-        pick("context", "images.context") or ".",
-        registry_flag=pick("docker_registry", None),
-        registry_config=_conf(c, "docker.registry"),
-        repo_flag=pick("repo", None),
-        repo_config=_conf(c, "docker.repo"),
-        version_flag=pick("version", None),
-        version_config=_conf(c, "images.version"),
-        require_registry=require_registry,
-    )
-    host = pick("host", "images.host")
-    spec = host_spec(host) if host else None
-    ssh = SshOptions(
-        identity=pick("identity", "images.identity"),
-        known_hosts=_conf(c, "images.known_hosts") or DEFAULTS["images"]["known_hosts"],
-        accept_new_host_key=bool(pick("accept_new_host_key", "images.accept_new_host_key")),
-    )
-    given.pop("no_cache", None)
-    session["given"] = given
-    return settings, spec, ssh
-
-
-def _key(resolved) -> tuple[str, str, str]:
-    settings, spec, _ = resolved
-    return (str(spec or ""), str(settings.context), settings.ref)
-
-
-def _session(c: Context) -> dict[str, Any]:
-    """What the image tasks of one run share: flags given so far, images built so far.
-
-    Kept on the run's Config object (the one every task of an Invoke run shares), not in
-    the configuration itself, so it is never mistaken for a setting.
-    """
-    state = getattr(c.config, "_bat_images", None)
-    if state is None:
-        state = {"given": {}, "built": set()}
-        object.__setattr__(c.config, "_bat_images", state)
-    return state
-
-
-def _conf(c: Context, key: str) -> Any:
-    """The configured ``key`` (e.g. ``images.context``), else its default here."""
-    node: Any = c.config
-    default: Any = DEFAULTS
-    for part in key.split("."):
-        default = default[part]
-    try:
-        for part in key.split("."):
-            node = node[part]
-    except (KeyError, TypeError):
-        return default
-    return node
+def _record(c: Context, key: str, value: Any) -> None:
+    """Set ``images.<key>`` for the tasks after this one (Invoke keeps a task's changes to
+    the configuration for the rest of the run, as ``eval.run``'s ``eval.run_dir``)."""
+    if "images" in c.config:
+        c.config.images[key] = value
+    else:  # a pre/post task under a root collection without the images defaults
+        c.config["images"] = {key: value}
 
 
 ns = Collection("images")

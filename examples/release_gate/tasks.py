@@ -9,8 +9,8 @@ an agent's folder (one with ``eval/eval.yaml``, a ``Dockerfile`` and a registry 
    (``eval.run_dir``);
 2. ``release`` reads that run's ``summary.json`` of every model and stops the chain with
    exit status 1 if a model's pass rate is below the threshold;
-3. ``images.push`` (a ``post`` task, which builds first through its own ``pre`` task)
-   builds and pushes the image; it runs only if the gate passed.
+3. ``images.push`` (a ``post`` task; it builds the image first, in its own body) builds
+   and pushes the image; it runs only if the gate passed.
 
 bat's collections keep their defaults (``Collection.configure`` below copies them to the
 root collection, because Invoke hands ``pre``/``post`` tasks the root's configuration),
