@@ -1,24 +1,15 @@
 """``bat eval.compare``: per-task change, flips and McNemar's exact test."""
 
-import json
-
 import pytest
 
 from bat.evaluation.compare import compare, mcnemar_exact
+from tests import logkit
 
 
 def write_model(folder, model, rates):
-    folder.mkdir(parents=True)
-    tasks = [{"task_id": t, "attempts": 4, "passed": round(r * 4)} for t, r in rates.items()]
-    passed = sum(t["passed"] for t in tasks)
-    summary = {
-        "model": model,
-        "run_id": folder.parent.name,
-        "tasks": tasks,
-        "totals": {"success_percentage": round(100 * passed / (4 * len(tasks)), 2)},
-    }
-    (folder / "summary.json").write_text(json.dumps(summary))
-    return folder
+    """A model folder whose tasks passed ``rate`` of 4 attempts, summarized by bat."""
+    letters = {t: "p" * round(r * 4) + "f" * (4 - round(r * 4)) for t, r in rates.items()}
+    return logkit.write_model(folder, logkit.outcomes(letters, model=model), model=model)
 
 
 @pytest.mark.parametrize(

@@ -110,13 +110,21 @@ def test_trace_records_events_turns_and_timing(tmp_path, bat, home):
     assert [t["status"] for t in trace["turns"]] == ["input-required", "completed"]
     assert trace["turns"][0]["task_id"] == trace["turns"][1]["task_id"]  # continued the task
     assert trace["turns"][0]["output"] == "What exactly do you mean?"
-    opened = [e["input"] for e in trace["events"] if e["input"]]
+    opened = [e["user_input"] for e in trace["events"] if e["user_input"]]
     assert opened == ["ASK please", "now"]
     assert (
         trace["time_to_first_event_s"] > 0
         and trace["wall_time_s"] >= trace["time_to_first_event_s"]
     )
     assert episode["final_output"] == "got it: now"
+    # bat-cli 2026.10's keys, with its meaning and units, beside bat's own
+    assert episode["final_status"] == episode["status"] == "completed"
+    assert episode["model_name"] == episode["model"]
+    assert episode["aux"] == {"agent_url": episode["aux"]["agent_url"], "attempt_index": 0}
+    assert episode["aux"]["agent_url"].startswith("http://127.0.0.1:")
+    assert trace["wall_ms"] == round(trace["wall_time_s"] * 1000, 3)
+    assert all(e["t_ms"] == round(e["t"] * 1000, 3) for e in trace["events"])
+    assert {e["task_status"] for e in trace["events"]} >= {"input-required", "completed"}
 
 
 def test_agent_that_exits_during_start_up_shows_its_log(tmp_path, bat, home):

@@ -319,34 +319,19 @@ def find_runs(folder: Path, unusable: list[str] | None = None) -> list[Run]:
     return runs
 
 
-def _load_run(path: Path) -> Run:
-    from bat.evaluation.log import batcli
+def _load_run(path: Path) -> Run:  # TEMPORARY SHIM (not committed)
+    from bat.evaluation.log import store
+    from bat.evaluation.log.summary import dump
 
-    folder = path.parent
-    if batcli.is_model_folder(folder):  # written by bat-cli 2026.10: converted to our shapes
-        found = batcli.load(folder)
-        return Run(folder, found.model, found.run_id, found.metrics, found.summary)
-    metrics = read_json_object(path)
-    if not isinstance(metrics.get("summary"), dict):
-        raise InputError(f"{path} is malformed: 'summary' is not an object")
-    rows = metrics.get("per_episode")
-    if not isinstance(rows, list):
-        raise InputError(f"{path} is malformed: 'per_episode' is not a list")
-    for number, row in enumerate(rows, 1):
-        if not isinstance(row, dict) or not isinstance(row.get("task_id"), str | int):
-            raise InputError(f"{path} is malformed: per_episode row {number} has no task_id")
-    summary_path = folder / SUMMARY_FILE
-    summary = read_json_object(summary_path) if summary_path.is_file() else None
-    model = metrics.get("model")
-    if not isinstance(model, str) or not model:
-        model = folder.name
-    if (folder.parent / RUN_FILE).is_file():
-        run_id = folder.parent.name
-    elif isinstance(metrics.get("run_id"), str) and metrics["run_id"]:
-        run_id = metrics["run_id"]
-    else:
-        run_id = folder.name
-    return Run(folder=folder, model=model, run_id=run_id, metrics=metrics, summary_file=summary)
+    found = store.read_results(path.parent)
+    metrics = dump(found.metrics)
+    for row in metrics["per_episode"]:
+        row["passed"] = row["success"]
+        row.update(prompt_tokens=row["tokens"]["prompt_tokens"], completion_tokens=row["tokens"]["completion_tokens"])
+    metrics["summary"].pop("tokens")
+    summary = dump(found.summary)
+    summary["tasks"] = summary["attempts"]
+    return Run(path.parent, found.model, found.run_id, metrics, summary)
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

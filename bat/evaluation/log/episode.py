@@ -4,7 +4,7 @@ An episode is one attempt at one task: the task's turns sent in order in one A2A
 conversation. The file format is versioned (``schema``) so later bat versions can still
 read old runs; fields are only ever added. ``bat.episode/2`` added bat-cli 2026.10's keys
 (``model_name``, ``expected_outcome``, ``final_status``, ``qualitative_scores``, ``aux``,
-``trace.wall_ms``, and the event keys ``t_ms``, ``task_status``, ``content_preview``,
+``trace.wall_ms``, ``trace.trajectory``, and the event keys ``t_ms``, ``task_status``, ``content_preview``,
 ``user_input``) with bat-cli's meaning; a ``bat.episode/1`` file reads the same.
 Times are in seconds (``t``, ``wall_time_s``); the ``*_ms`` keys are derived for bat-cli's
 readers. The judges' scores are written into the episode by
@@ -121,6 +121,30 @@ class EpisodeTrace(BaseModel):
     def wall_ms(self) -> float:
         """bat-cli's episode time, in milliseconds."""
         return round(self.wall_time_s * 1000, 3)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def trajectory(self) -> dict[str, Any]:
+        """bat-cli's ``trajectory``: the user turns and the totals, from bat's fields.
+
+        ``found`` says whether anything beyond the stream's text was observed (usage or
+        tool calls, from the stream or the agent's spans). bat does not split tool calls
+        by turn, so ``steps`` stay empty, as bat-cli wrote them for agents without spans.
+        """
+        return {
+            "found": self.usage_source != "none" or self.tool_source != "none",
+            "turns": [{"user": turn.input, "steps": []} for turn in self.turns],
+            "totals": {
+                "model_calls": self.usage.model_calls,
+                "tokens_in": self.usage.prompt_tokens,
+                "tokens_out": self.usage.completion_tokens,
+                "tokens_cached": 0,
+                "tool_calls": len(self.tool_calls),
+                "agent_calls": len(self.agent_calls),
+                "errors": sum(call.error for call in self.tool_calls),
+            },
+            "truncated": False,
+        }
 
 
 class InfraError(BaseModel):

@@ -1,0 +1,100 @@
+"""Run folders made by bat's own code, for tests that read them.
+
+Episodes are real ``EpisodeResult`` objects with a deterministic verdict; summaries and
+metrics come from the real ``summarize`` and are written by the log layer. No test
+writes a ``summary.json`` or ``metrics.json`` shape by hand.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bat.evaluation.log import store
+from bat.evaluation.log.episode import (
+    EpisodeResult,
+    EpisodeTrace,
+    InfraError,
+    Usage,
+    Verdict,
+)
+from bat.evaluation.metrics import row_of, summarize
+
+
+def episode(
+    task_id: str,
+    attempt: int,
+    passed: bool,
+    *,
+    model: str = "m",
+    infra: str | None = None,
+    wall: float = 1.0,
+    prompt_tokens: int = 10,
+    completion_tokens: int = 5,
+    output: str = "done",
+    reason: str | None = None,
+) -> EpisodeResult:
+    """One episode as the engine writes it: passed or failed, or an infrastructure failure."""
+    return EpisodeResult(
+        task_id=task_id,
+        attempt=attempt,
+        model=model,
+        status="failed" if infra else "completed",
+        final_output="" if infra else output,
+        infra_error=InfraError(kind=infra, message="no answer") if infra else None,
+        trace=EpisodeTrace(
+            context_id=f"{task_id}-{attempt}",
+            wall_time_s=wall,
+            time_to_first_event_s=wall / 10,
+            usage=Usage(
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                total_tokens=prompt_tokens + completion_tokens,
+                model_calls=1,
+            ),
+        ),
+        verdict=Verdict(
+            passed=passed, reason=reason or ("status: completed" if passed else "output: missing")
+        ),
+        started_at="2026-01-01T00:00:00.000Z",
+        ended_at="2026-01-01T00:00:01.000Z",
+    )
+
+
+def outcomes(letters: dict[str, str], **options) -> list[EpisodeResult]:
+    """Episodes from one letter per attempt and task: ``p`` passed, ``f`` failed,
+    ``i`` an infrastructure failure (``{"t1": "ppf"}``)."""
+    found = []
+    for task_id, attempts in letters.items():
+        for attempt, letter in enumerate(attempts, 1):
+            found.append(
+                episode(
+                    task_id,
+                    attempt,
+                    letter == "p",
+                    infra="timeout" if letter == "i" else None,
+                    **options,
+                )
+            )
+    return found
+
+
+def write_model(
+    folder: Path,
+    episodes: list[EpisodeResult],
+    *,
+    model: str = "m",
+    k: int | None = None,
+    run_id: str | None = None,
+) -> Path:
+    """A model folder: its episode files, summary.json and metrics.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for item in episodes:
+        store.write_episode(folder, item.task_id, item)
+    rows = [row_of(item) for item in episodes]
+    order = list(dict.fromkeys(item.task_id for item in episodes))
+    most = max((sum(e.task_id == t for e in episodes) for t in order), default=1)
+    summary, metrics = summarize(
+        rows, k=k or most, model=model, task_order=order, run_id=run_id or folder.parent.name
+    )
+    store.write_results(folder, summary, metrics)
+    return folder
