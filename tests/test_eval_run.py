@@ -384,3 +384,37 @@ def test_a_broken_old_run_does_not_fail_a_new_one(tmp_path, bat, home):
     report = (project / "eval/output/report.html").read_text()
     new = next(d for d in run_dirs(project) if d != old)
     assert new.name in report and old.name not in report
+
+
+def test_the_agent_environment_follows_the_documented_order(tmp_path, bat, home):
+    """agent.env, then MODEL/MODEL_PROVIDER of the model, then the model's env, then PORT."""
+    tasks = [{"id": "which", "turns": ["MODEL?"], "expected": {}}]
+    models = [{"provider": "openai", "model": "m-x", "env": {"MODEL_PROVIDER": "from-model-env"}}]
+    project = make_project(
+        tmp_path,
+        tasks,
+        models=models,
+        agent_env={"MODEL": "from-agent-env", "MODEL_PROVIDER": "from-agent-env"},
+    )
+    result = bat("eval.run", cwd=project)
+    assert result.code == 0, result.out + result.err  # PORT last: bat found it where it waits
+    (run_dir,) = run_dirs(project)
+    [found] = episodes(run_dir, "openai_m-x").values()
+    assert found["final_output"] == "model: m-x/from-model-env"
+
+
+def test_stages_chained_after_judge_work_on_the_run_it_was_given(tmp_path, bat, home):
+    """``bat eval.judge --run OLD`` summarizes OLD, not the latest run."""
+    project = make_project(tmp_path, [{"id": "a", "turns": ["x"], "expected": {}}])
+    assert bat("eval.run", cwd=project).code == 0
+    assert bat("eval.run", cwd=project).code == 0
+    old, latest = run_dirs(project)
+    for run_dir in (old, latest):
+        (run_dir / "agent-default" / "summary.json").unlink()
+    result = bat("eval.judge", "--run", old.name, cwd=project)
+    assert result.code == 0, result.out + result.err
+    assert "qualitative judging is off" in result.out
+    assert (old / "agent-default" / "summary.json").is_file()
+    assert not (latest / "agent-default" / "summary.json").exists()
+    result = bat("eval.summarize", "--run", str(latest), cwd=project)
+    assert result.code == 0 and (latest / "agent-default" / "summary.json").is_file()
