@@ -68,6 +68,17 @@ def test_each_schema_is_a_valid_2020_12_schema(name):
     assert not re.search(r'"(gt|ge|lt|le)": ', text) and '"format": "path"' not in text
 
 
+def test_every_key_of_eval_yaml_is_described_for_editors():
+    made = schema("eval.yaml")
+    blocks = {
+        "": made,
+        **{name: made["$defs"][name] for name in ("EvaluationSection", "AgentSpec")},
+    }
+    for name, block in blocks.items():
+        for key, value in block["properties"].items():
+            assert value.get("description"), f"{name}.{key}"
+
+
 # --- input files: what bat accepts validates ---------------------------------------------
 
 

@@ -118,6 +118,8 @@ def _tidy(node: Any) -> Any:
             out[key] = {name: _tidy(item) for name, item in value.items()}
         elif key in ("default", "const", "enum", "examples", "required"):
             out[key] = value
+        elif key == "description" and isinstance(value, str):
+            out[key] = value.replace("``", "`")
         elif key == "title" or (key == "format" and value == "path"):
             continue
         elif key in _BOUNDS and isinstance(value, int | float):
@@ -152,6 +154,61 @@ def _escape(char: str) -> str:
 
 
 # --- eval.yaml -------------------------------------------------------------------------
+
+
+# What an editor shows for a key (hover, completion): the starter eval.yaml's comments.
+_EVAL_YAML_KEYS = {
+    "": {
+        "evaluation": "what to evaluate and how hard to push",
+        "models": "models to evaluate the agent with (the agent is started once per model "
+        'with MODEL, MODEL_PROVIDER, BASE_URL); "provider:model" or a mapping; none: '
+        "once, with the agent's own settings",
+        "judge": 'the LLM judge of qualitative scoring: "provider:model", a mapping, or a '
+        "list of them",
+    },
+    "EvaluationSection": {
+        "run_name": "added to the run folder's name",
+        "dataset": "the tasks: a JSON list of tasks (bat eval.schema tasks.json)",
+        "output_dir": "one folder per run is made in here",
+        "agent_url": "where the agent answers; default: the port of config.yaml's endpoint, "
+        "else PORT of ./.env, else 9900 (${VAR} and ${VAR:-default} are replaced)",
+        "agent_startup_timeout_s": "seconds the agent may take until its card answers",
+        "agent_shutdown_timeout_s": "SIGTERM, then SIGKILL after this many seconds",
+        "k": "attempts per task (reliability: pass@k, pass^k)",
+        "qualitative": "also score each episode with the LLM judge",
+        "concurrency": "episodes running at the same time",
+        "turn_timeout_s": "a turn without a final answer by then is a timeout",
+        "extra_spans": "span files of the agents this one calls",
+        "agent": "how the agent is started, or that it is already running",
+    },
+    "AgentSpec": {
+        "start": "false: evaluate the agent already running at agent_url",
+        "command": "how to start the agent (run in root)",
+        "root": "the agent's folder",
+        "env": "extra environment for the agent",
+        "spans_file": "with start: false, the span file the agent writes",
+        "max_restarts": "if the agent dies, restart it up to this often per model",
+    },
+    "ModelSpec": {
+        "name": "its folder in a run and its label (default: provider_model)",
+        "base_url": "an OpenAI-compatible server",
+        "env": "extra environment for the agent with this model (no PORT: bat sets it)",
+    },
+    "JudgeSpec": {
+        "provider": "ollama speaks Ollama's /api/chat; any other, OpenAI-compatible chat "
+        "completions at base_url",
+        "api_key_env": "the variable holding the key (shell or ./.env)",
+        "env": "variables for the judge (its key), over the shell and .env",
+        "prompts": "agent-specific instructions added to each dimension's rubric",
+        "budget_chars": "characters of the episode shown to the judge "
+        "(bat-cli: max_trajectory_chars)",
+        "mode": "bat-cli's; outcome is accepted with a warning",
+        "concurrency": "requests at once",
+        "timeout_s": "per request: the whole answer must be in by then",
+        "max_retries": "on 429, 5xx, connection errors, timeouts",
+        "max_retry_after_s": "a longer Retry-After is cut to this",
+    },
+}
 
 
 def _eval_yaml(schema: dict[str, Any]) -> dict[str, Any]:
@@ -222,6 +279,11 @@ def _eval_yaml(schema: dict[str, Any]) -> dict[str, Any]:
         **_nullable({"type": "string", "pattern": _anchored(config._FOLDER_NAME.pattern)}),
         "default": None,
     }
+
+    for definition, described in _EVAL_YAML_KEYS.items():
+        properties = schema["properties"] if definition == "" else defs[definition]["properties"]
+        for key, description in described.items():
+            properties[key]["description"] = description
 
     # bat-cli 2026.10's names: max_trajectory_chars, the prompt names; one name each.
     judge["max_trajectory_chars"] = copy.deepcopy(judge["budget_chars"])
