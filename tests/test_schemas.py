@@ -281,6 +281,9 @@ def test_eval_schema_prints_the_schema(bat, tmp_path, home):
     assert result.code == 0, result.err
     assert json.loads(result.out) == schema("eval.yaml")
     assert bat("eval", "schema", "episode", cwd=tmp_path).out == schema_text("episode")
+    assert bat("eval.schema", "--name=episode", cwd=tmp_path).out == schema_text("episode")
+    usage = bat("--help", "eval.schema", cwd=tmp_path).out.splitlines()[0]
+    assert usage == "Usage: bat eval.schema [--options] [NAME]"
 
 
 def test_eval_schema_without_a_name_lists_the_names(bat, tmp_path, home):

@@ -272,7 +272,9 @@ class BatProgram(Program):
         end = next((i for i, w in enumerate(following) if self._is_command(w)), len(following))
         given = [word for word in following[:end] if not word.startswith("-")]
         for name in task.positional[len(given) :]:
-            words.insert(1, f"--{name.replace('_', '-')}=")
+            flag = f"--{name.replace('_', '-')}"
+            if not any(word == flag or word.startswith(f"{flag}=") for word in following[:end]):
+                words.insert(1, f"{flag}=")
 
     def _is_command(self, word: str) -> bool:
         if word in self.namespace.collections:

@@ -65,7 +65,7 @@ def _stage(doing: str, kept: str, again: str) -> Iterator[None]:
 
 @command(short={"force": "f"}, help={"force": "Overwrite existing eval files."})
 def init(c: Context, force: bool = False) -> None:
-    """Write eval/eval.yaml, an example eval/input/tasks.json and eval/output/."""
+    """Write eval/eval.yaml (and its schema), an example eval/input/tasks.json, eval/output/."""
     from pathlib import Path
 
     from bat.evaluation.starter import init_eval
