@@ -153,6 +153,7 @@ class BatProgram(Program):
                 raise UsageError(f"'{group}' has no command '{following}' (it has: {tasks})")
         self._help_after_task(words)
         self._join_variadic(words)
+        self._fill_optional_positionals(words)
         super().parse_tasks()
 
     def parse_cleanup(self) -> None:
@@ -180,6 +181,8 @@ class BatProgram(Program):
         """Invoke's per-task help, with the positional arguments in the usage line."""
         task = self.namespace[name]
         positional = " ".join(arg.upper() for arg in task.positional)
+        if positional and getattr(task, "optional_positional", False):
+            positional = f"[{positional}]"
         context = self.parser.contexts[name]
         print(f"Usage: bat {name} [--options] {positional}".rstrip())
         print()
@@ -253,6 +256,25 @@ class BatProgram(Program):
                 break
             end += 1
         words[first : end + 1] = [",".join(words[first : end + 1])]
+
+    def _fill_optional_positionals(self, words: list[str]) -> None:
+        """``bat eval.schema`` -> ``bat eval.schema --name=`` for a task marked
+        ``optional_positional``: Invoke would refuse the missing positional argument."""
+        if not words:
+            return
+        try:
+            task = self.namespace[words[0]]
+        except (KeyError, ValueError):
+            return
+        if not getattr(task, "optional_positional", False):
+            return
+        following = words[1:]
+        end = next((i for i, w in enumerate(following) if self._is_command(w)), len(following))
+        given = [word for word in following[:end] if not word.startswith("-")]
+        for name in task.positional[len(given) :]:
+            flag = f"--{name.replace('_', '-')}"
+            if not any(word == flag or word.startswith(f"{flag}=") for word in following[:end]):
+                words.insert(1, f"{flag}=")
 
     def _is_command(self, word: str) -> bool:
         if word in self.namespace.collections:

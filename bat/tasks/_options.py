@@ -11,7 +11,8 @@ from bat.errors import BatError, error_text
 
 
 class BatTask(Task):
-    """An Invoke task with explicit short flags and an optional variadic positional.
+    """An Invoke task with explicit short flags, an optional variadic positional, and
+    positionals that may be left out.
 
     Invoke invents a short flag for every option from its letters, which gives the same
     option different letters in different commands. bat's short flags are exactly the
@@ -21,6 +22,10 @@ class BatTask(Task):
     A :class:`~bat.errors.BatError` from the task body becomes Invoke's ``Exit`` with
     the error's line and status, so the task fails cleanly under any Invoke program
     (``bat``, ``invoke``, ``fab``) that runs it.
+
+    Invoke requires every positional argument; with ``optional_positional`` the ``bat``
+    program gives a left-out one as empty text (``bat eval.schema`` alone is
+    ``bat eval.schema --name=``), which the task reads as "not given".
     """
 
     def __init__(
@@ -28,12 +33,14 @@ class BatTask(Task):
         body: Callable,
         short: dict[str, str] | None = None,
         variadic: bool = False,
+        optional_positional: bool = False,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("auto_shortflags", False)
         super().__init__(body, **kwargs)
         self.short = dict(short or {})
         self.variadic = variadic
+        self.optional_positional = optional_positional
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:

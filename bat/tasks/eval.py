@@ -1,5 +1,7 @@
 """``bat eval``: evaluate an agent over A2A (``eval.init``, ``eval.show``, ``eval.run``, ...).
 
+``eval.schema`` prints the JSON Schema of eval.yaml, tasks.json or an episode file.
+
 ``eval.run`` is a chain of stages, each also a task of its own that works on an existing
 run directory (default: the latest): the run itself (agent start-up and episodes, per
 model) -> ``eval.judge`` -> ``eval.summarize`` -> ``eval.plot``, and last ``conclude``,
@@ -77,7 +79,7 @@ def _stage(doing: str, kept: str, again: str) -> Iterator[None]:
 
 @command(short={"force": "f"}, help={"force": "Overwrite existing eval files."})
 def init(c: Context, force: bool = False) -> None:
-    """Write eval/eval.yaml, an example eval/input/tasks.json and eval/output/."""
+    """Write eval/eval.yaml (and its schema), an example eval/input/tasks.json, eval/output/."""
     from pathlib import Path
 
     from bat.evaluation.starter import init_eval
@@ -85,6 +87,26 @@ def init(c: Context, force: bool = False) -> None:
     for path in init_eval(Path("."), force=force):
         print(f"Wrote {path}{'/' if path.is_dir() else ''}")
     print("Next: edit eval/input/tasks.json, check with bat eval.show, then bat eval.run")
+
+
+@command(
+    positional=["name"],
+    optional_positional=True,
+    help={"name": "eval.yaml, tasks.json or episode (none: list the names)."},
+)
+def schema(c: Context, name: str | None = None) -> None:
+    """Print the JSON Schema of one of bat's files (without NAME: list them)."""
+    from bat.errors import InputError
+    from bat.evaluation.schemas import SCHEMAS, schema_text
+
+    if not name:
+        width = max(map(len, SCHEMAS))
+        for key, entry in SCHEMAS.items():
+            print(f"{key:<{width}}  {entry.description}")
+        return
+    if name not in SCHEMAS:
+        raise InputError(f"no schema named {name[:60]!r} (names: {', '.join(SCHEMAS)})")
+    print(schema_text(name), end="")
 
 
 @command(help={"json": "Print the resolved configuration as JSON, for scripts."})
@@ -273,6 +295,6 @@ judge.post = [summarize, plot]
 run.post = [judge, summarize, plot, conclude]
 
 ns = Collection("eval")
-for _task in (init, show, run, judge, summarize, verdict, plot, compare):
+for _task in (init, schema, show, run, judge, summarize, verdict, plot, compare):
     ns.add_task(_task)
 ns.configure({"eval": dict(DEFAULTS)})
