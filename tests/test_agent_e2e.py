@@ -31,6 +31,7 @@ import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_stream_response_text, new_text_message
 from a2a.types import Role, SendMessageRequest, TaskState
+
 from tests.pythons import find_python, uv_binary
 
 pytestmark = pytest.mark.slow

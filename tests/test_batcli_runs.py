@@ -50,8 +50,8 @@ def copy_run(base: Path) -> Path:
 def write_our_run(base: Path, run_id: str, model: str, outcomes: dict[str, str]) -> Path:
     """A run of ours written by bat's own code: episode files, run.json, summarize_run."""
     from bat.evaluation.log import run as rundir
-    from bat.evaluation.pipeline import summarize_run
     from bat.evaluation.log.episode import EpisodeResult, EpisodeTrace, Verdict
+    from bat.evaluation.pipeline import summarize_run
 
     run_dir = base / run_id
     run_dir.mkdir(parents=True)

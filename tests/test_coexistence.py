@@ -16,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from tests.pythons import find_python, uv_binary
 
 pytestmark = pytest.mark.slow

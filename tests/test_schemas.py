@@ -52,7 +52,15 @@ def starter(tmp_path_factory) -> Path:
 
 
 def test_registry_names():
-    assert list(SCHEMAS) == ["eval.yaml", "tasks.json", "episode"]
+    assert list(SCHEMAS) == [
+        "eval.yaml",
+        "tasks.json",
+        "run.json",
+        "episode",
+        "scores",
+        "summary.json",
+        "metrics.json",
+    ]
     for entry in SCHEMAS.values():
         assert entry.mode in ("validation", "serialization") and entry.description
 
@@ -235,7 +243,7 @@ def test_datasets_bat_refuses_do_not_validate(data, tmp_path):
 
 
 def test_an_episode_written_by_bat_validates():
-    from bat.evaluation.records import (
+    from bat.evaluation.log.episode import (
         AgentError,
         Check,
         EpisodeResult,
@@ -267,7 +275,7 @@ def test_an_episode_written_by_bat_validates():
         ended_at="2026-12-01T00:00:01Z",
     )
     data = json.loads(episode.to_json())
-    assert data["schema"] == "bat.episode/1"
+    assert data["schema"] == "bat.episode/2"
     assert problems("episode", data) == []
     assert problems("episode", {**data, "attempt": "one"}) != []
     assert problems("episode", {key: v for key, v in data.items() if key != "trace"}) != []
@@ -298,7 +306,8 @@ def test_eval_schema_of_an_unknown_name_is_one_line_and_exit_2(bat, tmp_path, ho
     result = bat("eval.schema", "run.yaml", cwd=tmp_path)
     assert result.code == 2 and result.out == ""
     assert result.err.splitlines() == [
-        "bat: error: no schema named 'run.yaml' (names: eval.yaml, tasks.json, episode)"
+        "bat: error: no schema named 'run.yaml' (names: eval.yaml, tasks.json, run.json, "
+        "episode, scores, summary.json, metrics.json)"
     ]
 
 
@@ -403,3 +412,27 @@ def test_every_dataset_bat_accepts_validates(data):
         except InputError:
             return
     assert problems("tasks.json", doc) == [], doc
+
+
+def test_judge_scores_as_the_judges_combine_them_validate():
+    from bat.evaluation.judging.parse import parse_judgement
+    from bat.evaluation.judging.scores import Outcome, combine, infra_scores
+
+    reply = json.dumps(
+        {
+            name: {"score": 0.5, "reasoning": "fine"}
+            for name in (
+                "response_relevance",
+                "task_completion_quality",
+                "hallucination_score",
+                "tool_call_appropriateness",
+            )
+        }
+    )
+    scores = combine(
+        "bat.rubric/1", {"a:x": Outcome(parse_judgement(reply)), "b:y": Outcome(None, "429")}
+    )
+    validator = jsonschema.Draft202012Validator(schema("scores"))
+    validator.validate(scores)
+    validator.validate(infra_scores())
+    assert not validator.is_valid({"dimensions": {}, "surprise": 1})

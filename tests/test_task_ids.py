@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bat.atomic import write_text_atomic
-from bat.evaluation.log import run as rundir
 from bat.evaluation.dataset import ID_MAX_LENGTH, TaskExpected, TaskSpec
-from bat.evaluation.pipeline import summarize_run
+from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import EpisodeResult, EpisodeTrace, TurnRecord, Usage
+from bat.evaluation.pipeline import summarize_run
 from bat.evaluation.verdict import judge_episode
 from tests.conftest import run_bat
 from tests.evalkit import episodes, make_project, run_dirs, summary

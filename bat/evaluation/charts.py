@@ -327,7 +327,10 @@ def _load_run(path: Path) -> Run:  # TEMPORARY SHIM (not committed)
     metrics = dump(found.metrics)
     for row in metrics["per_episode"]:
         row["passed"] = row["success"]
-        row.update(prompt_tokens=row["tokens"]["prompt_tokens"], completion_tokens=row["tokens"]["completion_tokens"])
+        row.update(
+            prompt_tokens=row["tokens"]["prompt_tokens"],
+            completion_tokens=row["tokens"]["completion_tokens"],
+        )
     metrics["summary"].pop("tokens")
     summary = dump(found.summary)
     summary["tasks"] = summary["attempts"]

@@ -4,8 +4,9 @@ An episode is one attempt at one task: the task's turns sent in order in one A2A
 conversation. The file format is versioned (``schema``) so later bat versions can still
 read old runs; fields are only ever added. ``bat.episode/2`` added bat-cli 2026.10's keys
 (``model_name``, ``expected_outcome``, ``final_status``, ``qualitative_scores``, ``aux``,
-``trace.wall_ms``, ``trace.trajectory``, and the event keys ``t_ms``, ``task_status``, ``content_preview``,
-``user_input``) with bat-cli's meaning; a ``bat.episode/1`` file reads the same.
+``trace.wall_ms``, ``trace.trajectory``, and the event keys ``t_ms``, ``task_status``,
+``content_preview``, ``user_input``) with bat-cli's meaning; a ``bat.episode/1`` file
+reads the same.
 Times are in seconds (``t``, ``wall_time_s``); the ``*_ms`` keys are derived for bat-cli's
 readers. The judges' scores are written into the episode by
 :func:`bat.evaluation.log.store.write_scores`, and nowhere else.
@@ -193,6 +194,32 @@ class Aux(BaseModel):
 
     agent_url: str | None = None
     attempt_index: int
+
+
+class DimensionScore(BaseModel):
+    """One judge dimension of one episode: the mean over the judges that answered."""
+
+    score: float | None
+    reasoning: str = ""
+    per_judge: dict[str, float | None] = Field(default_factory=dict)
+    disagreement: float | None = None  # max - min, with two judges or more
+
+
+class JudgeScores(BaseModel):
+    """An episode's ``scores``: what the judges said (``bat.evaluation.judging.scores``).
+
+    An episode that ended in an infrastructure failure is not judged: its scores hold only
+    ``error``. Kept as plain data in :class:`EpisodeResult` (its files are read by
+    scripts as they are); this model is the shape the log layer checks before writing.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    rubric_version: str | None = None
+    judges: list[str] = Field(default_factory=list)
+    dimensions: dict[str, DimensionScore] = Field(default_factory=dict)
+    error: str | None = None  # set when every judge failed (or none was asked): the reasons
+    judge_errors: dict[str, str] = Field(default_factory=dict)  # label -> reason
 
 
 class EpisodeResult(BaseModel):

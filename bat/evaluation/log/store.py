@@ -39,6 +39,7 @@ from bat.evaluation.log.episode import (
     EPISODE_SCHEMA,
     OLDER_EPISODE_SCHEMAS,
     EpisodeResult,
+    JudgeScores,
     Verdict,
 )
 from bat.evaluation.log.summary import (
@@ -181,6 +182,7 @@ def write_episode(model_dir: Path, stem: str, episode: EpisodeResult) -> Path:
 
 def write_scores(path: Path, episode: EpisodeResult, scores: dict[str, Any]) -> bool:
     """Put the judges' ``scores`` into the episode at ``path``; False if they were there."""
+    JudgeScores.model_validate(scores)  # the shape every reader of scores relies on
     scores = secrets.scrub_data(scores)  # a judge's reasoning may quote what it was sent
     if episode.scores == scores:
         return False  # an unchanged re-judge rewrites nothing

@@ -131,3 +131,20 @@ def paths(value: object, prefix: str = "") -> set[str]:
         for item in value:
             found |= paths(item, f"{prefix}[]")
     return found
+
+
+def test_every_file_of_the_run_matches_its_published_schema(ours):
+    """run.json, summary.json, metrics.json and each episode, as ``bat eval.run`` wrote
+    them, against ``docs/schemas`` (the files ``bat eval.schema`` prints)."""
+    import jsonschema
+
+    from bat.evaluation.schemas import schema as schema_for
+
+    def check(name: str, path: Path) -> None:
+        jsonschema.Draft202012Validator(schema_for(name)).validate(json.loads(path.read_text()))
+
+    check("run.json", ours.parent / "run.json")
+    check("summary.json", ours / "summary.json")
+    check("metrics.json", ours / "metrics.json")
+    for path in sorted((ours / "episodes").glob("*.json")):
+        check("episode", path)
