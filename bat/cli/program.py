@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import threading
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from invoke import Argument, Collection, Program
 from invoke.exceptions import Exit, ParseError, UnexpectedExit
@@ -233,18 +233,22 @@ class BatProgram(Program):
             self.args.help.value = words[0]
             del words[:]
 
+    def _task_of(self, words: list[str]) -> Any:
+        """The task the first word names, or None."""
+        if not words:
+            return None
+        try:
+            return self.namespace[words[0]]
+        except (KeyError, ValueError):
+            return None
+
     def _join_variadic(self, words: list[str]) -> None:
         """``bat add.client a b c`` -> ``bat add.client a,b,c`` for tasks marked ``variadic``.
 
         Invoke positionals take one word each; a task flagged ``variadic`` takes the bare
         words after its first one too, up to a flag or the name of another command.
         """
-        if not words:
-            return
-        try:
-            task = self.namespace[words[0]]
-        except (KeyError, ValueError):
-            return
+        task = self._task_of(words)
         if not getattr(task, "variadic", False):
             return
         bare = [i for i, word in enumerate(words[1:], 1) if not word.startswith("-")]
@@ -260,12 +264,7 @@ class BatProgram(Program):
     def _fill_optional_positionals(self, words: list[str]) -> None:
         """``bat eval.schema`` -> ``bat eval.schema --name=`` for a task marked
         ``optional_positional``: Invoke would refuse the missing positional argument."""
-        if not words:
-            return
-        try:
-            task = self.namespace[words[0]]
-        except (KeyError, ValueError):
-            return
+        task = self._task_of(words)
         if not getattr(task, "optional_positional", False):
             return
         following = words[1:]
