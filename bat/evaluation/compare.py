@@ -160,9 +160,7 @@ def _side(folder: Path, summary: Summary) -> dict[str, Any]:
 
 
 def _rate(task: TaskSummary | None) -> float | None:
-    if task is None or not task.attempts:
-        return None
-    return round(task.passed / task.attempts, 4)
+    return None if task is None else task.pass_rate
 
 
 def _pct(value: float | None) -> str:

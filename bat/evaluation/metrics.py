@@ -85,7 +85,7 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
-def row_of(episode: EpisodeResult, expected_outcome: str | None = None) -> EpisodeRow:
+def row_of(episode: EpisodeResult) -> EpisodeRow:
     """The few numbers of an episode the statistics need (kept small for big runs)."""
     usage = episode.trace.usage
     wall = round(episode.trace.wall_time_s, 4)
@@ -95,7 +95,7 @@ def row_of(episode: EpisodeResult, expected_outcome: str | None = None) -> Episo
     dimensions = scores.get("dimensions") or {}
     return EpisodeRow(
         task_id=episode.task_id,
-        expected_outcome=expected_outcome,
+        expected_outcome=episode.expected_outcome,
         status=episode.status,
         success=passed,
         time=RowTime(wall_ms=round(wall * 1000, 1)),

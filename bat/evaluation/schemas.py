@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from bat.evaluation.log import layout
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -50,11 +52,11 @@ class Entry:
 SCHEMAS: dict[str, Entry] = {
     "eval.yaml": Entry("bat.evaluation.config:EvalConfig", "validation", "bat eval.yaml", "eval/eval.yaml: what to evaluate, with which models and judges", "_eval_yaml"),  # noqa: E501
     "tasks.json": Entry("bat.evaluation.dataset:TaskSpec", "validation", "bat tasks.json", "the dataset: a JSON list of tasks, or {\"tasks\": [...]}", "_tasks_json"),  # noqa: E501
-    "run.json": Entry("bat.evaluation.log.run:RunRecord", "serialization", "bat run.json", "one run: <output_dir>/<run-id>/run.json (bat.run/1)"),  # noqa: E501
+    layout.RUN_FILE: Entry("bat.evaluation.log.run:RunRecord", "serialization", "bat run.json", "one run: <output_dir>/<run-id>/run.json (bat.run/1)"),  # noqa: E501
     "episode": Entry("bat.evaluation.log.episode:EpisodeResult", "serialization", "bat episode", "one episode of a run: <model>/episodes/<task>__try<k>.json (bat.episode/2)"),  # noqa: E501
     "scores": Entry("bat.evaluation.log.episode:JudgeScores", "serialization", "bat judge scores", "the judges' scores of one episode: the episode file's scores key"),  # noqa: E501
-    "summary.json": Entry("bat.evaluation.log.summary:Summary", "serialization", "bat summary.json", "one model of a run, per task: <model>/summary.json (bat.summary/2)"),  # noqa: E501
-    "metrics.json": Entry("bat.evaluation.log.summary:Metrics", "serialization", "bat metrics.json", "one model of a run, per episode and in total: <model>/metrics.json (bat.metrics/2)"),  # noqa: E501
+    layout.SUMMARY_FILE: Entry("bat.evaluation.log.summary:Summary", "serialization", "bat summary.json", "one model of a run, per task: <model>/summary.json (bat.summary/2)"),  # noqa: E501
+    layout.METRICS_FILE: Entry("bat.evaluation.log.summary:Metrics", "serialization", "bat metrics.json", "one model of a run, per episode and in total: <model>/metrics.json (bat.metrics/2)"),  # noqa: E501
 }
 # fmt: on
 

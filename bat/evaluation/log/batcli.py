@@ -19,10 +19,11 @@ A bat-cli run folder, as bat-cli writes it::
                          model_name (provider:model), final_status, final_output,
                          verdict {passed, reason}, aux.attempt_index (counted from 0)
 
-A model folder is bat-cli's when its summary.json has an ``attempts`` list where ours has
-``tasks``. The metrics rows have no attempt number. A task's rows are its attempts in
-order (bat-cli writes them that way, and the ``aux.attempt_index`` of its episode files
-agrees), so they are numbered from 1, as ours are. What bat-cli does not record gets a
+A model folder is bat-cli's when its summary.json has an ``attempts`` list and no
+``schema`` key (bat's has both since bat.summary/2). The metrics rows have no attempt
+number. A task's rows are its attempts in order (bat-cli writes them that way, and the
+``aux.attempt_index`` of its episode files agrees), so they are numbered from 1, as ours
+are. What bat-cli does not record gets a
 neutral value: no infrastructure failures (``infra_error`` None), no time to the first
 event, 0 model and tool calls. The label is the episodes' ``model_name``, else the
 ``model_name`` of summary.json, and the run id is the run folder's name.
@@ -67,12 +68,16 @@ class BatcliRun:
 
 
 def is_model_folder(folder: Path) -> bool:
-    """Whether ``folder`` holds bat-cli 2026.10 files (summary.json lists ``attempts``)."""
+    """Whether ``folder`` holds bat-cli 2026.10 files (summary.json lists ``attempts``
+    and has no ``schema``)."""
     try:
         data = json.loads((Path(folder) / SUMMARY_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False  # not bat-cli's; bat's own reader names any problem with the file
-    return isinstance(data, dict) and isinstance(data.get("attempts"), list) and "tasks" not in data
+    # bat's own summary.json has bat-cli's ``attempts`` too, and a ``schema`` key
+    if not isinstance(data, dict):
+        return False
+    return isinstance(data.get("attempts"), list) and "schema" not in data
 
 
 def load(folder: Path) -> BatcliRun:

@@ -153,15 +153,12 @@ def episodes_done(model_dir: Path) -> set[tuple[str, int]]:
 
 
 def infra_failures(model_dir: Path) -> set[tuple[str, int]]:
-    """``(task file stem, attempt)`` of every episode recorded as an infrastructure failure."""
+    """``(task file stem, attempt)`` of every episode recorded as an infrastructure failure
+    (an unreadable file is not one: ``--resume`` leaves it, the summary names it)."""
     found = set()
-    for path in layout.episode_files(model_dir):
+    for path, episode in episodes(model_dir, unreadable=[]):
         match = layout.EPISODE_NAME.match(path.name)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if match and isinstance(data, dict) and data.get("infra_error"):
+        if match and episode.infra_error is not None:
             found.add((match["stem"], int(match["attempt"])))
     return found
 
@@ -212,8 +209,8 @@ def _rewrite(path: Path, episode: EpisodeResult) -> None:
 def _earlier(path: Path) -> list[str]:
     """The ``earlier`` list of the record at ``path`` (records chain their predecessors)."""
     try:
-        return EpisodeResult.model_validate_json(path.read_bytes()).earlier
-    except (OSError, ValueError):
+        return read_episode(path).earlier
+    except InputError:
         return []
 
 
