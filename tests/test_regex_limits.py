@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from bat.evaluation.dataset import TaskExpected
-from bat.evaluation.output_regex import REGEX_MAX_LENGTH
 from bat.evaluation.log.episode import EpisodeResult, EpisodeTrace, TurnRecord
+from bat.evaluation.output_regex import REGEX_MAX_LENGTH
 from bat.evaluation.verdict import judge_episode
 from tests.evalkit import episodes, make_project, run_dirs, start_bat
 
