@@ -20,9 +20,10 @@ A bat-cli run folder, as bat-cli writes it::
                          verdict {passed, reason}, aux.attempt_index (counted from 0)
 
 A model folder is bat-cli's when its summary.json has an ``attempts`` list and no
-``schema`` key (bat's always has one; bat.summary/1 had ``tasks``). The metrics rows have no attempt number. A task's rows are its attempts in
-order (bat-cli writes them that way, and the ``aux.attempt_index`` of its episode files
-agrees), so they are numbered from 1, as ours are. What bat-cli does not record gets a
+``schema`` key (bat's always has one; bat.summary/1 had ``tasks``). The metrics rows
+have no attempt number. A task's rows are its attempts in order (bat-cli writes them
+that way, and the ``aux.attempt_index`` of its episode files agrees), so they are
+numbered from 1, as ours are. What bat-cli does not record gets a
 neutral value: no infrastructure failures (``infra_error`` None), no time to the first
 event, 0 model and tool calls. The label is the episodes' ``model_name``, else the
 ``model_name`` of summary.json, and the run id is the run folder's name.
