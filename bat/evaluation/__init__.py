@@ -11,6 +11,6 @@ nothing. Modules, in pipeline order: ``config``, ``variables``, ``dataset`` and
 infrastructure failures), ``spans`` (traces from span files), ``runner`` (episodes,
 concurrently, surviving crashes),
 ``model_run`` and ``pipeline`` (the stages), ``verdict`` (deterministic checks),
-``metrics`` (summary.json, metrics.json), ``judging``, ``charts``, ``report``,
+``metrics`` (summary.json, metrics.json), ``judging``, ``plot`` (charts and report.html),
 ``compare``, and ``batcli`` (the files of bat-cli 2026.10).
 """
