@@ -72,3 +72,11 @@ def wheel(session):
         ):
             if not (work / "smoke" / name).is_file():
                 session.error(f"the wheel's init.agent did not write {name}")
+        # report.html's template is package data: it must be in the wheel, not only here.
+        session.run(
+            "python",
+            "-c",
+            "from importlib.resources import files; "
+            "assert (files('bat.evaluation.plot') / 'templates' / 'report.html.j2').is_file(), "
+            "'report.html.j2 is missing from the wheel'",
+        )

@@ -2,8 +2,9 @@
 
     python benchmarks/plot_speed.py [--repeat 5] [--runs 10] [--tasks 50] [--k 3] [--bat PATH]
 
-The run folders (metrics.json, summary.json and one file per episode, as bat writes
-them, with judge scores in half of the runs) are made once in a temporary folder; then
+The run folders (run.json, metrics.json, summary.json and one file per episode, written
+by bat's own code in today's format, with judge scores in half of the runs) are made
+once in a temporary folder; then
 ``bat eval.plot -f FOLDER`` runs ``--repeat`` times as a new process each time, so every
 figure includes interpreter start-up, imports, reading the files, building and
 rendering all six charts (SVG and PNG) and writing report.html. The median is printed;
@@ -13,7 +14,6 @@ the target (issue: charts and report) is under 5 s.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import subprocess
@@ -21,6 +21,18 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bat.evaluation.log import run as rundir
+from bat.evaluation.log import store
+from bat.evaluation.log.episode import (
+    EpisodeResult,
+    EpisodeTrace,
+    InfraError,
+    StatusEvent,
+    Usage,
+    Verdict,
+)
+from bat.evaluation.metrics import row_of, summarize
 
 TARGET_S = 5.0
 DIMENSIONS = (
@@ -32,86 +44,97 @@ DIMENSIONS = (
 
 
 def make_runs(base: Path, runs: int, tasks: int, k: int) -> int:
-    """Write ``runs`` model folders of ``tasks`` × ``k`` episodes; return the episode count."""
+    """Write ``runs`` model folders of ``tasks`` × ``k`` episodes; return the episode count.
+
+    Everything is written by bat's own code, in today's format: run.json by
+    ``rundir.write_run``, each episode by ``store.write_episode``, and summary.json and
+    metrics.json by ``metrics.summarize`` over ``metrics.row_of`` of the episodes.
+    """
     rng = random.Random(7)
     written = 0
+    task_ids = [
+        f"task-{t:03d}-{['weather', 'calc', 'search', 'travel'][t % 4]}" for t in range(tasks)
+    ]
     for r in range(runs):
         run_id = f"202601{1 + r // 2:02d}-120000-bench"
         model = f"openai:model-{r}"
-        model_dir = base / run_id / f"openai_model-{r}"
-        (model_dir / "episodes").mkdir(parents=True)
-        (base / run_id / "run.json").write_text(json.dumps({"run_id": run_id}))
+        run_dir = base / run_id
+        model_dir = run_dir / f"openai_model-{r}"
+        model_dir.mkdir(parents=True)
+        record = rundir.read_run(run_dir) if (run_dir / rundir.RUN_FILE).is_file() else None
+        entry = rundir.ModelEntry(label=model, dir=model_dir.name, status="completed")
+        if record is None:
+            record = rundir.RunRecord(
+                run_id=run_id,
+                status="completed",
+                started_at="2026-01-01T12:00:00.000Z",
+                tasks=task_ids,
+                k=k,
+            )
+        record.models.append(entry)
+        rundir.write_run(run_dir, record)
         judged = r % 2 == 0
         skill = 0.4 + 0.5 * rng.random()
         rows = []
-        for t in range(tasks):
-            task_id = f"task-{t:03d}-{['weather', 'calc', 'search', 'travel'][t % 4]}"
+        for task_id in task_ids:
             difficulty = rng.random()
             for attempt in range(1, k + 1):
                 infra = rng.random() < 0.02
                 passed = not infra and rng.random() < skill * (1.2 - difficulty)
                 wall = round(rng.lognormvariate(0, 0.5), 4)
                 prompt, completion = rng.randint(200, 900), rng.randint(20, 200)
-                scores = {d: round(rng.random(), 2) for d in DIMENSIONS} if judged else None
-                row = {
-                    "task_id": task_id,
-                    "attempt": attempt,
-                    "passed": passed,
-                    "status": "completed",
-                    "infra_error": "timeout" if infra else None,
-                    "wall_time_s": wall,
-                    "time_to_first_event_s": round(wall / 3, 4),
-                    "prompt_tokens": prompt,
-                    "completion_tokens": completion,
-                    "total_tokens": prompt + completion,
-                    "model_calls": 2,
-                    "tool_calls": 1,
-                    "scores": scores,
-                }
-                rows.append(row)
-                episode = {
-                    "schema": "bat.episode/1",
-                    "task_id": task_id,
-                    "attempt": attempt,
-                    "model": model,
-                    "status": "completed",
-                    "final_output": "The answer is 42. " * 20,
-                    "infra_error": {"kind": "timeout", "message": "no answer"} if infra else None,
-                    "verdict": {
-                        "passed": passed,
-                        "reason": "status: 'completed'; output: missing 'Paris'",
-                        "checks": [],
-                    },
-                    "scores": {
+                scores = None
+                if judged and infra:
+                    scores = {"error": "not judged: infrastructure failure"}
+                elif judged:
+                    scores = {
+                        "rubric_version": "bat.rubric/1",
+                        "judges": ["openai:judge"],
                         "dimensions": {
-                            d: {"score": v, "reasoning": "The answer addresses the question."}
-                            for d, v in scores.items()
-                        }
+                            d: {
+                                "score": round(rng.random(), 2),
+                                "reasoning": "The answer addresses the question.",
+                            }
+                            for d in DIMENSIONS
+                        },
+                        "error": None,
+                        "judge_errors": {},
                     }
-                    if scores
-                    else None,
-                    "trace": {"events": [{"t": 0.1, "preview": "working"}] * 10, "turns": []},
-                }
-                path = model_dir / "episodes" / f"{task_id}__try{attempt}.json"
-                path.write_text(json.dumps(episode))
+                episode = EpisodeResult(
+                    task_id=task_id,
+                    attempt=attempt,
+                    model=model,
+                    status="unknown" if infra else "completed",
+                    final_output="" if infra else "The answer is 42. " * 20,
+                    infra_error=InfraError(kind="timeout", message="no answer") if infra else None,
+                    trace=EpisodeTrace(
+                        context_id=f"ctx-{r}-{task_id}-{attempt}",
+                        events=[
+                            StatusEvent(t=0.1 * n, turn=1, kind="status", preview="working")
+                            for n in range(10)
+                        ],
+                        wall_time_s=wall,
+                        time_to_first_event_s=round(wall / 3, 4),
+                        usage=Usage(
+                            prompt_tokens=prompt,
+                            completion_tokens=completion,
+                            total_tokens=prompt + completion,
+                            model_calls=2,
+                        ),
+                    ),
+                    verdict=Verdict(
+                        passed=passed,
+                        reason="status: 'completed'; output: missing 'Paris'",
+                    ),
+                    scores=scores,
+                    started_at="2026-01-01T12:00:00.000Z",
+                    ended_at="2026-01-01T12:00:01.000Z",
+                )
+                store.write_episode(model_dir, task_id, episode)
+                rows.append(row_of(episode))
                 written += 1
-        count = len(rows)
-        passed = sum(row["passed"] for row in rows)
-        summary = {
-            "episodes": count,
-            "passed": passed,
-            "pass_rate": passed / count,
-            "infra_failures": sum(row["infra_error"] is not None for row in rows),
-            "k": k,
-            "pass_at_k": None,
-            "pass_hat_k": None,
-            "tokens": {
-                "prompt_total": sum(row["prompt_tokens"] for row in rows),
-                "completion_total": sum(row["completion_tokens"] for row in rows),
-            },
-        }
-        metrics = {"model": model, "run_id": run_id, "per_episode": rows, "summary": summary}
-        (model_dir / "metrics.json").write_text(json.dumps(metrics))
+        summary, metrics = summarize(rows, k=k, model=model, task_order=task_ids, run_id=run_id)
+        store.write_results(model_dir, summary, metrics)
     return written
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, run_bat
-from tests.test_charts import TASKS, _Tags, svg_texts, write_run
+from tests.evaluation.plot.runkit import TASKS, svg_texts, tags_of, write_run
 
 RUN = REPO / "tests" / "data" / "bat-cli-2026.10" / "run-echo" / "20261201_033105"
 MODEL_DIR = RUN / "benchmark_openai-echo-model"
@@ -49,15 +49,21 @@ def copy_run(base: Path) -> Path:
 
 def write_our_run(base: Path, run_id: str, model: str, outcomes: dict[str, str]) -> Path:
     """A run of ours written by bat's own code: episode files, run.json, summarize_run."""
+    from bat.evaluation.log import layout
     from bat.evaluation.log import run as rundir
     from bat.evaluation.log.episode import EpisodeResult, EpisodeTrace, Verdict
     from bat.evaluation.pipeline import summarize_run
 
     run_dir = base / run_id
     run_dir.mkdir(parents=True)
-    entry = {"label": model, "dir": "model-a"}
-    record = {"schema": rundir.RUN_SCHEMA, "run_id": run_id, "k": 5, "models": [entry]}
-    record["tasks"] = list(outcomes)
+    record = rundir.RunRecord(
+        run_id=run_id,
+        status="completed",
+        started_at=rundir.now_iso(),
+        k=5,
+        tasks=list(outcomes),
+        models=[rundir.ModelEntry(label=model, dir="model-a")],
+    )
     rundir.write_run(run_dir, record)
     for task_id, letters in outcomes.items():
         for attempt, letter in enumerate(letters, 1):
@@ -72,7 +78,7 @@ def write_our_run(base: Path, run_id: str, model: str, outcomes: dict[str, str])
                 started_at=rundir.now_iso(),
                 ended_at=rundir.now_iso(),
             )
-            path = rundir.episode_path(run_dir / "model-a", task_id, attempt)
+            path = layout.episode_path(run_dir / "model-a", task_id, attempt)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(episode.to_json())
     summarize_run(run_dir, say=lambda line: None)
@@ -83,46 +89,50 @@ def write_our_run(base: Path, run_id: str, model: str, outcomes: dict[str, str])
 
 
 def test_find_runs_reads_the_batcli_run_folder():
-    from bat.evaluation.charts import find_runs
+    from bat.evaluation.plot.runs import find_runs
 
     [run] = find_runs(RUN)
+    assert run.source == "bat-cli 2026.10"
     assert run.label == LABEL and run.model == "openai:echo-model"
     assert run.run_id == "20261201_033105"
-    assert (run.episodes(), run.passed(), run.infra_failures()) == (20, 15, 0)
-    assert run.pass_rate() == 0.75
+    assert (run.episodes, run.passed, run.infra_failures) == (20, 15, 0)
+    assert run.pass_rate == 0.75
     tasks = {task_id: (c.attempts, c.passed) for task_id, c in run.tasks().items()}
     assert tasks == COUNTS and list(tasks) == ["t00", "t07", "t09", "t11"]
-    assert run.k() == 5
-    assert run.pass_at_k() == 0.75 and run.pass_hat_k() == 0.75
+    assert run.k == 5
+    assert run.pass_at_k == 0.75 and run.pass_hat_k == 0.75
 
 
 def test_latency_and_tokens_come_from_wall_ms_and_the_nested_tokens():
-    from bat.evaluation.charts import find_runs
+    from bat.evaluation.plot.runs import find_runs
 
     [run] = find_runs(RUN)
     rows = metrics_rows()
     seconds = sorted(row["time"]["wall_ms"] / 1000 for row in rows)
-    assert sorted(run.wall_times()) == pytest.approx(seconds, abs=1e-4)
+    assert sorted(row.wall_time_s for row in run.rows) == pytest.approx(seconds, abs=1e-4)
 
-    def rank(q):  # the nearest-rank percentile, as bat's summaries use
-        return seconds[math.ceil(q * len(seconds)) - 1]
+    def linear(q):  # the percentile with linear interpolation between ranks
+        rank = (len(seconds) - 1) * q
+        low = math.floor(rank)
+        high = min(low + 1, len(seconds) - 1)
+        return seconds[low] + (seconds[high] - seconds[low]) * (rank - low)
 
-    expected = {
-        "p50": rank(0.5),
-        "p90": rank(0.9),
-        "p99": rank(0.99),
-        "mean": statistics.fmean(seconds),
-        "max": seconds[-1],
-    }
-    assert run.latency() == pytest.approx(expected, abs=1e-4)
-    assert 0.04 < expected["p50"] < 0.1  # seconds, not milliseconds
+    latency = run.latency
+    assert latency.count == 20
+    assert latency.min == pytest.approx(seconds[0], abs=1e-4)
+    assert latency.max == pytest.approx(seconds[-1], abs=1e-4)
+    assert latency.mean == pytest.approx(statistics.fmean(seconds), abs=1e-4)
+    for name, q in (("p25", 0.25), ("median", 0.5), ("p75", 0.75), ("p90", 0.9), ("p99", 0.99)):
+        assert getattr(latency, name) == pytest.approx(linear(q), abs=1e-4), name
+    assert latency.median == pytest.approx(statistics.median(seconds), abs=1e-4)
+    assert 0.04 < latency.median < 0.1  # seconds, not milliseconds
     prompt = sum(row["tokens"]["prompt_tokens"] for row in rows) / len(rows)
     completion = sum(row["tokens"]["completion_tokens"] for row in rows) / len(rows)
-    assert run.tokens_per_episode() == (prompt, completion)
+    assert run.tokens_per_episode == pytest.approx((prompt, completion), abs=1e-4)
 
 
 def test_pass_hat_curve_is_computed_from_the_episodes():
-    from bat.evaluation.charts import find_runs
+    from bat.evaluation.plot.runs import find_runs
 
     tally: dict[str, list[int]] = {}
     for (task_id, _), data in episode_files().items():
@@ -134,33 +144,60 @@ def test_pass_hat_curve_is_computed_from_the_episodes():
         for k in range(1, 6)
     ]
     [run] = find_runs(RUN)
-    curve = run.pass_hat_curve()
+    curve = run.pass_hat_curve
     assert [k for k, _ in curve] == [k for k, _ in expected]
     assert [value for _, value in curve] == pytest.approx([value for _, value in expected])
     assert [value for _, value in expected] == [0.75] * 5  # t09 0, the other three 1
 
 
 def test_rows_are_numbered_as_the_episode_files_attempts():
-    from bat.evaluation.charts import find_runs
+    from bat.evaluation.plot.runs import find_runs
 
     [run] = find_runs(RUN)
     files = episode_files()
     assert len(run.rows) == len(files) == 20
     for row in run.rows:
-        data = files[(row["task_id"], row["attempt"] - 1)]
-        assert row["wall_time_s"] == pytest.approx(data["trace"]["wall_ms"] / 1000, abs=1e-4)
-        assert row["passed"] is data["verdict"]["passed"]
-        assert row["status"] == data["final_status"] and row["infra_error"] is None
+        data = files[(row.task_id, row.attempt - 1)]
+        assert row.wall_time_s == pytest.approx(data["trace"]["wall_ms"] / 1000, abs=1e-4)
+        assert row.success is data["verdict"]["passed"]
+        assert row.status == data["final_status"] and row.infra_error is None
+
+
+def test_the_episode_files_convert_to_episode_results():
+    from bat.evaluation.log import batcli
+
+    unreadable: list[str] = []
+    converted = {(e.task_id, e.attempt): e for _, e in batcli.episodes(MODEL_DIR, unreadable)}
+    assert unreadable == [] and len(converted) == 20
+    for (task_id, index), data in episode_files().items():
+        episode = converted[(task_id, index + 1)]
+        assert episode.model == data["model_name"]
+        assert episode.final_output == data["final_output"]
+        assert episode.verdict.passed is data["verdict"]["passed"]
+        assert episode.verdict.reason == data["verdict"]["reason"]
+        assert episode.trace.wall_time_s == pytest.approx(data["trace"]["wall_ms"] / 1000)
 
 
 def test_without_episode_files_the_label_is_the_model_name_of_summary_json(tmp_path):
-    from bat.evaluation.charts import find_runs
+    from bat.evaluation.plot.runs import find_runs
 
     run_dir = copy_run(tmp_path)
     shutil.rmtree(run_dir / MODEL_DIR.name / "episodes")
     [run] = find_runs(run_dir)
     assert run.label == "echo-model @ 20261201_033105"
-    assert run.passed() == 15
+    assert run.passed == 15
+
+
+def test_a_summary_json_of_bat_is_not_taken_for_bat_clis(tmp_path):
+    """bat.summary/2 has bat-cli's ``attempts`` list too; its ``schema`` tells them apart."""
+    from bat.evaluation.log import batcli
+    from bat.evaluation.plot.runs import find_runs
+
+    model_dir = write_run(tmp_path, "20260101-000000-ours", "openai:m", {"t": "pf"})
+    assert not batcli.is_model_folder(model_dir)
+    assert batcli.is_model_folder(MODEL_DIR)
+    [run] = find_runs(tmp_path)
+    assert run.source == "bat"
 
 
 # --- eval.plot --------------------------------------------------------------------------
@@ -179,14 +216,13 @@ def test_plot_of_the_batcli_run_folder(tmp_path):
     assert "75% (15/20)" in svg_texts(run_dir / "pass_rate.svg")
     html = (run_dir / "report.html").read_text()
     assert "openai:echo-model" in html
-    assert "output: missing &#x27;never present&#x27;" in html  # t09's verdict reason
+    assert "output: missing &#39;never present&#39;" in html  # t09's verdict reason
     assert "echo: hello number 9" in html and "which one?" in html  # final outputs
     # Each attempt once: the metrics rows and the episode files joined by attempt.
     assert "<b>t09</b> — 0/5 attempts passed" in html
     assert "<b>t07</b> — 5/5 attempts passed" in html
-    parser = _Tags()
-    parser.feed(html)
-    links = [a["href"] for t, a in parser.tags if t == "a" and a["href"].endswith(".json")]
+    assert "could not be read" not in html
+    links = [a["href"] for t, a in tags_of(html) if t == "a" and a["href"].endswith(".json")]
     assert len(set(links)) == len(links) == 20
     assert all((run_dir / link).is_file() for link in links)
 
@@ -207,7 +243,7 @@ def test_plot_of_a_batcli_run_beside_one_of_ours(tmp_path):
     heatmap = svg_texts(base / "task_heatmap.svg")
     assert "t09" in heatmap and "weather-rome" in heatmap
     html = (base / "report.html").read_text()
-    assert "missing &#x27;never present&#x27;" in html and "missing &#x27;Paris&#x27;" in html
+    assert "missing &#39;never present&#39;" in html and "missing &#39;Paris&#39;" in html
 
 
 # --- eval.compare -----------------------------------------------------------------------

@@ -18,13 +18,14 @@ from hypothesis import strategies as st
 
 from bat.atomic import write_text_atomic
 from bat.evaluation.dataset import ID_MAX_LENGTH, TaskExpected, TaskSpec
+from bat.evaluation.log import layout
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import EpisodeResult, EpisodeTrace, TurnRecord, Usage
 from bat.evaluation.pipeline import summarize_run
 from bat.evaluation.verdict import judge_episode
 from tests.conftest import run_bat
 from tests.evalkit import episodes, make_project, run_dirs, summary
-from tests.test_charts import svg_texts
+from tests.evaluation.plot.runkit import svg_texts
 
 CHARTS = ["pass_rate", "task_heatmap", "pass_hat_k", "latency", "tokens"]
 # Characters the issue saw abort the renderer, and the other kinds the rule refuses.
@@ -79,7 +80,7 @@ def test_ids_whose_safe_names_collide_keep_every_episode_and_exotic_ids_chart(tm
     assert len(files) == len(ids)  # none overwrote another
     assert sorted(e["task_id"] for e in files.values()) == sorted(ids)
     assert all(e["verdict"]["passed"] for e in files.values())
-    assert [t["task_id"] for t in summary(run_dir)["tasks"]] == ids
+    assert [t["task_id"] for t in summary(run_dir)["attempts"]] == ids
     output = project / "eval" / "output"
     for name in CHARTS:
         assert (output / f"{name}.png").stat().st_size > 0
@@ -119,14 +120,14 @@ def write_old_run(run_dir: Path, ids: list[str], label: str = "old model") -> No
     (run_dir / "m" / "episodes").mkdir(parents=True)
     rundir.write_run(
         run_dir,
-        {
-            "schema": rundir.RUN_SCHEMA,
-            "run_id": run_dir.name,
-            "status": "completed",
-            "k": 1,
-            "tasks": ids,
-            "models": [{"label": label, "dir": "m", "status": "completed"}],
-        },
+        rundir.RunRecord(
+            run_id=run_dir.name,
+            status="completed",
+            started_at="2026-01-01T00:00:00.000Z",
+            k=1,
+            tasks=ids,
+            models=[rundir.ModelEntry(label=label, dir="m", status="completed")],
+        ),
     )
     expected = TaskExpected(output_must_contain=["hello"])
     for n, task_id in enumerate(ids):
@@ -148,7 +149,7 @@ def write_old_run(run_dir: Path, ids: list[str], label: str = "old model") -> No
         )
         episode.verdict = judge_episode(expected, episode)
         stem = TaskSpec.model_construct(id=task_id, turns=["hello"]).file_stem
-        write_text_atomic(rundir.episode_path(run_dir / "m", stem, 1), episode.to_json())
+        write_text_atomic(layout.episode_path(run_dir / "m", stem, 1), episode.to_json())
 
 
 def test_an_old_run_folder_with_control_characters_in_ids_still_plots(tmp_path, bat, home):
@@ -178,14 +179,15 @@ def test_an_old_run_folder_with_control_characters_in_ids_still_plots(tmp_path, 
     assert {"today", "a\\x1bb"} <= set(svg_texts(output / "task_heatmap.svg"))
 
 
-def test_a_lone_surrogate_in_an_old_metrics_file_still_plots(tmp_path, bat, home):
+def test_a_lone_surrogate_in_old_results_still_plots(tmp_path, bat, home):
     """JSON can spell half a UTF-16 pair ("\\ud800"), which no writer of bat could: the
     label is drawn with a replacement character instead of failing the whole plot."""
     base = tmp_path / "runs"
     write_old_run(base / "r1", ["plain", "other"])
     summarize_run(base / "r1", say=lambda _: None)
-    metrics = base / "r1" / "m" / "metrics.json"
-    metrics.write_text(metrics.read_text().replace('"plain"', '"half \\ud800"'))
+    for name in ("metrics.json", "summary.json"):  # the task id is in both
+        path = base / "r1" / "m" / name
+        path.write_text(path.read_text().replace('"plain"', '"half \\ud800"'))
     result = bat("eval.plot", "--folder", str(base), timeout=120)
     assert result.code == 0, result.err
     assert "half \ufffd" in " ".join(svg_texts(base / "task_heatmap.svg"))
@@ -263,9 +265,9 @@ def test_any_ids_in_a_run_folder_plot_every_chart_one_row_each(home, ids):
 def test_a_file_stem_is_safe_and_parses_back(task_id):
     stem = TaskSpec.model_construct(id=task_id, turns=["x"]).file_stem
     assert re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,88}", stem)
-    path = rundir.episode_path(Path("m"), stem, 3)
+    path = layout.episode_path(Path("m"), stem, 3)
     assert path.parent == Path("m/episodes")
-    match = rundir._EPISODE.match(path.name)  # the parser --resume reads them back with
+    match = layout.EPISODE_NAME.match(path.name)  # the parser --resume reads them back with
     assert match and (match["stem"], int(match["attempt"])) == (stem, 3)
 
 

@@ -231,8 +231,8 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
     """
     from pathlib import Path
 
-    from bat.evaluation.charts import plot_folder
     from bat.evaluation.pipeline import warn
+    from bat.evaluation.plot.render import plot_folder
 
     with _stage(
         "drawing the charts and report",

@@ -32,6 +32,7 @@ event, 0 model and tool calls. The label is the episodes' ``model_name``, else t
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from math import inf
 from pathlib import Path
@@ -41,7 +42,7 @@ from bat.atomic import write_text_atomic
 from bat.errors import InputError
 from bat.evaluation.dataset import TaskSpec, normalize_status
 from bat.evaluation.log import layout
-from bat.evaluation.log.episode import EpisodeResult, EpisodeTrace, ToolCall, Usage
+from bat.evaluation.log.episode import EpisodeResult, EpisodeTrace, ToolCall, Usage, Verdict
 from bat.evaluation.log.store import read_json_object
 from bat.evaluation.log.summary import (
     EpisodeRow,
@@ -105,21 +106,6 @@ def load(folder: Path) -> BatcliRun:
         ),
     )
     return BatcliRun(model=model, run_id=run_id, summary=summary, metrics=metrics)
-
-
-def episode(data: dict[str, Any]) -> dict[str, Any]:
-    """An episode file's content in bat's shape: bat-cli's converted, any other unchanged."""
-    if "attempt" in data or "final_status" not in data:
-        return data
-    converted = {key: data[key] for key in ("task_id", "final_output", "verdict") if key in data}
-    converted["status"] = data["final_status"]
-    if isinstance(data.get("model_name"), str):
-        converted["model"] = data["model_name"]
-    aux = data.get("aux")
-    index = aux.get("attempt_index") if isinstance(aux, dict) else None
-    if isinstance(index, int) and not isinstance(index, bool):
-        converted["attempt"] = index + 1
-    return converted
 
 
 def _rows(raw: dict[str, Any], path: Path) -> list[EpisodeRow]:
@@ -242,14 +228,16 @@ def _inside(path: Path, folder: Path) -> Path:
 
 
 def as_episode(data: dict[str, Any], path: Path) -> EpisodeResult:
-    """A bat-cli episode file as an EpisodeResult, for the deterministic verdict."""
+    """A bat-cli episode file as an EpisodeResult: its task, attempt (``aux.attempt_index``
+    + 1), model, final status and output, tool calls and tokens, wall time and verdict."""
     trace = data.get("trace") if isinstance(data.get("trace"), dict) else {}
     calls = [
         ToolCall(name=call["name"], args=call.get("args", call.get("arguments")))
         for call in trace.get("tool_calls") or []
         if isinstance(call, dict) and isinstance(call.get("name"), str)
     ]
-    totals = (trace.get("trajectory") or {}).get("totals") or {}
+    trajectory = trace.get("trajectory") if isinstance(trace.get("trajectory"), dict) else {}
+    totals = trajectory.get("totals") if isinstance(trajectory.get("totals"), dict) else {}
     tokens_in, tokens_out = _count(totals.get("tokens_in")) or 0, _count(totals.get("tokens_out"))
     usage = Usage(
         prompt_tokens=tokens_in,
@@ -257,22 +245,47 @@ def as_episode(data: dict[str, Any], path: Path) -> EpisodeResult:
         total_tokens=tokens_in + (tokens_out or 0),
         model_calls=_count(totals.get("model_calls")) or 0,
     )
+    wall_ms = trace.get("wall_ms")
+    wall = wall_ms / 1000 if isinstance(wall_ms, int | float) and wall_ms >= 0 else 0.0
     aux = data.get("aux") if isinstance(data.get("aux"), dict) else {}
     index = aux.get("attempt_index")
     status = data.get("final_status")
+    given = data.get("verdict")
+    verdict = None
+    if isinstance(given, dict) and isinstance(given.get("passed"), bool):
+        reason = given.get("reason")
+        verdict = Verdict(passed=given["passed"], reason=reason if isinstance(reason, str) else "")
     try:
         return EpisodeResult(
             task_id=str(data["task_id"]),
-            attempt=index + 1 if isinstance(index, int) else 1,
+            attempt=index + 1 if isinstance(index, int) and not isinstance(index, bool) else 1,
             model=str(data.get("model_name") or ""),
             status=normalize_status(status) if isinstance(status, str) else "working",
             final_output=str(data.get("final_output") or ""),
-            trace=EpisodeTrace(context_id="", tool_calls=calls, usage=usage),
+            trace=EpisodeTrace(context_id="", tool_calls=calls, usage=usage, wall_time_s=wall),
+            verdict=verdict,
             started_at="",
             ended_at="",
         )
     except (KeyError, ValueError) as exc:
         raise InputError(f"{path} is not a bat-cli episode file: {exc}") from None
+
+
+def episodes(
+    model_dir: Path, unreadable: list[str] | None = None
+) -> Iterator[tuple[Path, EpisodeResult]]:
+    """Every episode file of a bat-cli model folder as an EpisodeResult, in name order.
+
+    As :func:`bat.evaluation.log.store.episodes`: a file that cannot be read raises an
+    InputError, or with ``unreadable`` has its problem appended there and is skipped.
+    """
+    for path in layout.episode_files(model_dir):
+        try:
+            yield path, as_episode(read_json_object(path), path)
+        except InputError as exc:
+            if unreadable is None:
+                raise
+            unreadable.append(exc.message)
 
 
 def recheck(folder: Path, tasks: dict[str, TaskSpec]) -> int:

@@ -40,7 +40,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_bat
-from tests.test_charts import ALL_CHARTS, HOSTILE_ID, HOSTILE_OUTPUT, TASKS, write_run
+from tests.evaluation.plot.runkit import ALL_CHARTS, HOSTILE_ID, HOSTILE_OUTPUT, TASKS, write_run
 
 TIMEOUT_S = 60.0
 FLAGS = [
@@ -246,8 +246,8 @@ def browser(tmp_path):
 
 def test_report_renders_without_console_errors(tmp_path, browser):
     base = tmp_path / "output"
-    write_run(base, "20260101-000000-a", "openai:gpt-4.1-mini", TASKS, judge=True, new_fields=True)
-    write_run(base, "20260102-000000-b", "ollama:qwen2.5", TASKS)
+    write_run(base, "20260101-000000-a", "openai:gpt-4.1-mini", TASKS, judge=True)
+    write_run(base, "20260102-000000-b", "ollama:qwen2.5", TASKS, old_format=True)
     write_run(
         base,
         "20260102-000000-b",

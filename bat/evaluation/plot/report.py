@@ -1,0 +1,347 @@
+"""``report.html``: one self-contained page of the runs ``bat eval.plot`` charted.
+
+The page needs nothing but itself: the charts are inline (the SVG as a ``data:`` URI of
+an ``<img>``, so the ids inside one chart cannot clash with another's and nothing in a
+chart can run), the style sheet is inline, there is no script, and a Content Security
+Policy forbids any load but ``data:`` images. The episode files are linked with
+relative hrefs, so the folder can be moved or archived whole.
+
+The page is the Jinja2 template ``templates/report.html.j2``, rendered with autoescape
+on: every value put into it (task ids, outputs, verdict reasons, judge reasoning, model
+names, run ids) is HTML-escaped, so a hostile ``<script>`` shows as text, and every
+value first goes through :func:`bat.evaluation.secrets.scrub`. The numbers are
+metrics.json's and summary.json's (read through :class:`~bat.evaluation.plot.runs.Run`),
+only formatted here; the episodes are the metrics rows joined with the episode files,
+read by the log's one episode reader.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from bat.atomic import write_text_atomic
+from bat.errors import InputError
+from bat.evaluation.log import batcli, layout, store
+from bat.evaluation.log.episode import EpisodeResult
+from bat.evaluation.log.summary import EpisodeRow
+from bat.evaluation.plot.runs import Run, matches, task_order
+from bat.evaluation.plot.specs import ChartSet
+
+REPORT_FILE = "report.html"
+TEMPLATE = "report.html.j2"
+OUTPUT_PREVIEW_CHARS = 400
+VACUOUS = "an empty answer, or only the status was checked: the pass proves little"
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+
+@dataclass
+class EpisodeView:
+    """What the page shows of one episode (its row in metrics.json and its own file)."""
+
+    task_id: str
+    attempt: int
+    passed: bool = False
+    status: str = ""
+    infra: str | None = None
+    agent_error: str | None = None  # the kind, when the agent answered with an error
+    vacuous: bool = False
+    reason: str = ""
+    output: str = ""
+    judge: list[tuple[str, str, str]] = field(default_factory=list)  # dimension, score, why
+    href: str | None = None
+
+
+def write_report(
+    folder: Path, runs: list[Run], chart_set: ChartSet, task_filter: str | None = None
+) -> Path:
+    """Write ``report.html`` into ``folder``; return its path."""
+    path = Path(folder) / REPORT_FILE
+    write_text_atomic(path, render_report(Path(folder), runs, chart_set, task_filter))
+    return path
+
+
+def render_report(
+    folder: Path, runs: list[Run], chart_set: ChartSet, task_filter: str | None = None
+) -> str:
+    """The whole page as a string."""
+    unreadable: list[str] = []
+    episodes = {run.label: load_episodes(run, folder, unreadable) for run in runs}
+    all_tasks = task_order(runs)
+    tasks = [task_id for task_id in all_tasks if matches(task_id, task_filter)]
+    total = sum(run.episodes for run in runs)
+    passed = sum(run.passed for run in runs)
+    page = {
+        "csp": CSP,
+        "title": folder.resolve().name,
+        "folder": str(folder),
+        "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "runs": runs,
+        "cards": [
+            ("runs", str(len(runs))),
+            ("tasks", str(len(all_tasks))),
+            ("episodes", str(total)),
+            ("passed", f"{passed} ({percent(passed / total if total else None)})"),
+            ("agent errors", str(sum(sum(run.agent_errors.values()) for run in runs))),
+            ("infra failures", str(sum(run.infra_failures for run in runs))),
+            ("vacuous passes", str(sum(run.vacuous_passes for run in runs))),
+        ],
+        "task_filter": task_filter,
+        "tasks_shown": len(tasks),
+        "tasks_total": len(all_tasks),
+        "runs_table": _runs_table(runs),
+        "charts": [
+            {
+                "name": chart.name,
+                "title": chart.title,
+                "src": "data:image/svg+xml;base64,"
+                + base64.b64encode(chart.svg.encode("utf-8")).decode("ascii"),
+                "svg": quote(chart.name) + ".svg",
+                "png": quote(chart.name) + ".png",
+            }
+            for chart in chart_set.charts
+        ],
+        "skipped": chart_set.skipped,
+        "task_rows": _task_rows(runs, tasks),
+        "by_task": _episodes_by_task(runs, tasks, episodes),
+        "unreadable": unreadable,
+        "vacuous_title": VACUOUS,
+    }
+    return _template().render(**page)
+
+
+def _template() -> Any:
+    import jinja2
+
+    from bat.evaluation import secrets
+
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("bat.evaluation.plot", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        # every value printed: without any secret bat knows of, then escaped
+        finalize=lambda value: secrets.scrub(str(value)) if value is not None else "",
+    )
+    environment.filters["anchor"] = anchor
+    return environment.get_template(TEMPLATE)
+
+
+# --- episodes -----------------------------------------------------------------------------
+
+
+def load_episodes(
+    run: Run, folder: Path, unreadable: list[str]
+) -> dict[tuple[str, int], EpisodeView]:
+    """The run's episodes by ``(task id, attempt)``: metrics rows joined with episode files.
+
+    A file that cannot be read is listed in ``unreadable`` (its row still shows).
+    """
+    views = {(row.task_id, row.attempt): _from_row(row) for row in run.rows}
+    for path, episode in _episode_files(run, unreadable):
+        key = (episode.task_id, episode.attempt)
+        view = views.get(key)
+        if view is None:  # a file without a row: what the file says
+            verdict = episode.verdict
+            view = views[key] = EpisodeView(
+                task_id=episode.task_id,
+                attempt=episode.attempt,
+                passed=bool(verdict and verdict.passed),
+                status=episode.status,
+                infra=episode.infra_error.kind if episode.infra_error else None,
+                agent_error=episode.agent_error.kind if episode.agent_error else None,
+                vacuous=bool(verdict and verdict.vacuous),
+            )
+        _fill_from_file(view, episode)
+        view.href = _href(path, folder)
+    return views
+
+
+def _episode_files(run: Run, unreadable: list[str]) -> Iterator[tuple[Path, EpisodeResult]]:
+    """The run's episode files, never one read through a link out of the run."""
+    model_dir = run.folder
+    folder = layout.episodes_dir(model_dir)
+    if folder.is_symlink():
+        raise InputError(f"{folder} is a symbolic link; the report reads no file through one")
+    inside = model_dir.resolve()
+    for path in layout.episode_files(model_dir):
+        if not path.resolve().is_relative_to(inside):
+            raise InputError(f"{path} leads outside {model_dir} (a symbolic link out of the run)")
+    if batcli.is_model_folder(model_dir):  # bat-cli 2026.10's files, converted
+        yield from batcli.episodes(model_dir, unreadable)
+    else:
+        yield from store.episodes(model_dir, unreadable)
+
+
+def _from_row(row: EpisodeRow) -> EpisodeView:
+    return EpisodeView(
+        task_id=row.task_id,
+        attempt=row.attempt,
+        passed=row.success,
+        status=row.status,
+        infra=row.infra_error,
+        agent_error=row.agent_error,
+        vacuous=row.vacuous,
+        reason=row.verdict.reason,
+    )
+
+
+def _fill_from_file(view: EpisodeView, episode: EpisodeResult) -> None:
+    if episode.verdict is not None and episode.verdict.reason:
+        view.reason = episode.verdict.reason
+    if episode.infra_error is not None and not view.reason:
+        view.reason = f"{episode.infra_error.kind}: {episode.infra_error.message}"
+    output = episode.final_output
+    if len(output) > OUTPUT_PREVIEW_CHARS:
+        output = output[:OUTPUT_PREVIEW_CHARS] + " …"
+    view.output = output
+    view.judge = _judge_lines(episode.scores)
+
+
+def _judge_lines(scores: dict[str, Any] | None) -> list[tuple[str, str, str]]:
+    """``(dimension, score, reasoning)`` per judged dimension, then the judges' errors."""
+    if not scores:
+        return []
+    lines = []
+    for dimension, detail in (scores.get("dimensions") or {}).items():
+        if not isinstance(detail, dict):
+            continue
+        score = detail.get("score")
+        why = detail.get("reasoning") or detail.get("error") or ""
+        if score is not None or why:
+            lines.append((str(dimension), score_text(score), str(why)))
+    if scores.get("error"):  # not judged, or every judge failed
+        lines.append(("not scored", "", str(scores["error"])))
+    elif scores.get("judge_errors"):
+        failed = "; ".join(f"{k}: {v}" for k, v in scores["judge_errors"].items())
+        lines.append(("judge errors", "", failed))
+    return lines
+
+
+def _href(path: Path, folder: Path) -> str:
+    return quote(Path(os.path.relpath(path, folder)).as_posix(), safe="/")
+
+
+def _episodes_by_task(
+    runs: list[Run], tasks: list[str], episodes: dict[str, dict[tuple[str, int], EpisodeView]]
+) -> list[dict[str, Any]]:
+    by_task: dict[str, list[tuple[Run, EpisodeView]]] = {task_id: [] for task_id in tasks}
+    for run in runs:
+        for (task_id, _), view in sorted(episodes[run.label].items(), key=lambda i: i[0][1]):
+            if task_id in by_task:
+                by_task[task_id].append((run, view))
+    return [
+        {
+            "task_id": task_id,
+            "passed": sum(view.passed for _, view in views),
+            "views": views,
+        }
+        for task_id, views in by_task.items()
+    ]
+
+
+# --- tables -------------------------------------------------------------------------------
+
+
+def _runs_table(runs: list[Run]) -> dict[str, Any]:
+    dimensions: list[str] = []
+    for run in runs:
+        for dimension in run.judge:
+            if dimension not in dimensions:
+                dimensions.append(dimension)
+    head = [
+        "#",
+        "run",
+        "episodes",
+        "passed",
+        "pass rate",
+        "95 % interval",
+        "pass@k",
+        "pass^k",
+        "agent errors",
+        "infra failures",
+        "latency median / p90 / p99 (s)",
+        "tokens / episode",
+        *(f"judge: {d}" for d in dimensions),
+    ]
+    rows = []
+    for run in runs:
+        interval = run.pass_rate_ci95
+        latency = run.latency
+        tokens = run.tokens_per_episode
+        rows.append(
+            {
+                "number": run.index + 1,
+                "label": run.label,
+                "episodes": str(run.episodes),
+                "passed": str(run.passed),
+                "pass_rate": percent(run.pass_rate),
+                "interval": f"{percent(interval[0])} – {percent(interval[1])}" if interval else "–",
+                "pass_at_k": f"{percent(run.pass_at_k)} (k={run.k})",
+                "pass_hat_k": f"{percent(run.pass_hat_k)} (k={run.k})",
+                "agent_errors": [f"{n} {kind}" for kind, n in run.agent_errors.items()] or ["0"],
+                "infra": str(run.infra_failures),
+                "latency": " / ".join(
+                    seconds(value) for value in (latency.median, latency.p90, latency.p99)
+                ),
+                "tokens": f"{tokens[0]:.0f} + {tokens[1]:.0f}" if tokens else "–",
+                "judge": [
+                    score_text(run.judge[d].mean if d in run.judge else None) for d in dimensions
+                ],
+            }
+        )
+    return {"head": head, "rows": rows}
+
+
+def _task_rows(runs: list[Run], tasks: list[str]) -> list[dict[str, Any]]:
+    counts = [run.tasks() for run in runs]
+    rows = []
+    for task_id in tasks:
+        cells, passed, attempts = [], 0, 0
+        for count in (per_run.get(task_id) for per_run in counts):
+            if count is None or not count.attempts:
+                cells.append(None)
+                continue
+            passed += count.passed
+            attempts += count.attempts
+            infra = f" [{count.infra}]" if count.infra else ""
+            text = f"{count.passed}/{count.attempts}{infra}"
+            cells.append({"text": text, "shade": shade(count.rate)})
+        rows.append({"task_id": task_id, "cells": cells, "all": f"{passed}/{attempts}"})
+    return rows
+
+
+# --- formatting ---------------------------------------------------------------------------
+
+
+def anchor(task_id: str) -> str:
+    """A fragment id for a task: percent-encoded, so any id is safe and unique."""
+    return "task-" + quote(str(task_id), safe="")
+
+
+def percent(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f} %"
+
+
+def seconds(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def score_text(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "–" if value is None else str(value)
+    return f"{value:.2f}"
+
+
+def shade(rate: float | None) -> str:
+    """A background from red (0 %) through yellow to green (100 %)."""
+    hue = 0 if rate is None else round(120 * max(0.0, min(1.0, rate)))
+    return f"hsl({hue}, 70%, 86%)"
