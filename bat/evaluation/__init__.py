@@ -2,7 +2,8 @@
 
 Plain library code (no Invoke). Every stage reads and writes files in one run directory,
 through one layer that owns it (``log``: names, typed versioned files, the one reader of
-episodes), so stages are independent, re-runnable and an interrupted run loses nothing. Modules, in pipeline order: ``config``, ``variables``, ``dataset`` and
+episodes), so stages are independent, re-runnable and an interrupted run loses nothing.
+Modules, in pipeline order: ``config``, ``variables``, ``dataset`` and
 ``output_regex`` (inputs; every file is read through ``bat.input_files``),
 ``agent_settings`` (what the agent's own files say), ``agent_process`` and
 ``agent_watchdog`` (start, stop, restart the agent; it never outlives bat),

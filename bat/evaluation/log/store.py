@@ -106,11 +106,19 @@ def write_json(path: Path, content: dict[str, Any]) -> Path:
 def read_episode(path: Path) -> EpisodeResult:
     """One episode file (any version bat wrote); an InputError names what is wrong."""
     try:
-        episode = EpisodeResult.model_validate_json(path.read_bytes())
+        data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path} cannot be read: {exc.strerror or exc}") from None
+    try:
+        episode = EpisodeResult.model_validate_json(data)
     except ValueError as exc:
-        raise InputError(f"{path} is not an episode file: {_first_line(exc)}") from None
+        if not _SURROGATE_ESCAPE.search(data.decode("utf-8", "replace")):
+            raise InputError(f"{path} is not an episode file: {_first_line(exc)}") from None
+        # A lone UTF-16 half ("\ud800"), which pydantic's parser refuses: read as U+FFFD.
+        try:
+            episode = EpisodeResult.model_validate(read_json_object(path))
+        except ValueError:
+            raise InputError(f"{path} is not an episode file: {_first_line(exc)}") from None
     if episode.schema_ != EPISODE_SCHEMA and episode.schema_ not in OLDER_EPISODE_SCHEMAS:
         raise InputError(
             f"{path} is a {episode.schema_!r} episode, a format this bat does not know "
