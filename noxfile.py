@@ -43,7 +43,7 @@ def e2e(session):
         "slow",
         "tests/test_agent_e2e.py",
         "tests/test_coexistence.py",
-        "tests/test_eval_bat_adk.py",
+        "tests/evaluation/test_eval_bat_adk.py",
         *session.posargs,
     )
 

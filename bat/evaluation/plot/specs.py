@@ -112,7 +112,7 @@ def chart_labels(texts: Iterable[str]) -> dict[str, str]:
 
 
 # Values the renderer (Vega's expression parser) looks up as its own names: a label equal
-# to one fails the chart with "Unrecognized signal name". Found by tests/test_task_ids.py.
+# to one fails the chart with "Unrecognized signal name" (tests/evaluation/test_task_ids.py).
 RENDERER_WORDS = frozenset(
     {
         "if",

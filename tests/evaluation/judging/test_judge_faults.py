@@ -7,7 +7,7 @@ import json
 import yaml
 
 from tests.evalkit import episodes, make_project, run_dirs, start_model_server, summary
-from tests.test_eval_judge import judge_reply
+from tests.evaluation.judging.test_eval_judge import judge_reply
 
 KEY = "sk-fault-KEY-0123456789"
 K = 2

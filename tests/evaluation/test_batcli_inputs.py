@@ -19,9 +19,9 @@ from bat.evaluation.config import load_config
 from bat.evaluation.dataset import load_dataset
 from tests.conftest import REPO
 from tests.evalkit import episodes, make_project, run_dirs, start_model_server, summary
+from tests.evaluation.judging.test_eval_judge import judge_reply
+from tests.evaluation.log.test_batcli_runs import copy_run
 from tests.evaluation.plot.runkit import svg_texts
-from tests.test_batcli_runs import copy_run
-from tests.test_eval_judge import judge_reply
 
 DATA = REPO / "tests" / "data" / "bat-cli-2026.10"
 INIT = DATA / "eval-init"

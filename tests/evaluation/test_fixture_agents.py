@@ -32,7 +32,7 @@ from google.protobuf.json_format import MessageToDict
 from eval_fixtures._spans import trace_parent
 from eval_fixtures.tool_agent import calculate
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 READY = "listening on http://127.0.0.1:"
 COMPLETED = TaskState.TASK_STATE_COMPLETED
 INPUT_REQUIRED = TaskState.TASK_STATE_INPUT_REQUIRED

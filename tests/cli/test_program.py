@@ -174,7 +174,7 @@ def test_uncastable_environment_variable(bat, home, tmp_path):
 def test_unwritable_output_is_an_operation_error(bat, home, tmp_path):
     if os.geteuid() == 0:
         # Root may write anywhere; a folder name the file system cannot hold still fails.
-        # (A file in the way is bad input, exit 2: tests/test_init_agent.py.)
+        # (A file in the way is bad input, exit 2: tests/scaffold/test_init_agent.py.)
         result = bat("init.agent", "x", "-o", str(tmp_path / ("a" * 300)))
     else:
         locked = tmp_path / "locked"

@@ -2,7 +2,7 @@
 
 Plain functions on real build contexts (tests/imagekit.py), with ``environ`` given, so
 no Docker, no Invoke and no shell variable is involved. The command line that uses
-them (``bat build --version 2 push`` building once) is tests/test_images_local.py.
+them (``bat build --version 2 push`` building once) is tests/images/test_images_local.py.
 """
 
 from __future__ import annotations

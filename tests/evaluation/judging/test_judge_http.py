@@ -23,7 +23,7 @@ from bat.evaluation.judging import CACHE_DIR, NOT_JUDGED_INFRA, RUBRIC_VERSION, 
 from bat.evaluation.judging.client import api_key, backoff_s, endpoint, retry_after_s, scrub
 from bat.evaluation.log.episode import EpisodeResult, EpisodeTrace, InfraError, ToolCall, TurnRecord
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 SECRET = "sk-bat-TEST-9f8e7d6c5b4a-never-write-me"
 
 
