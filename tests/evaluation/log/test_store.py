@@ -12,46 +12,19 @@ from hypothesis import strategies as st
 from bat.errors import InputError
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
-from bat.evaluation.log.episode import EpisodeResult, Verdict
+from bat.evaluation.log.episode import Verdict
 from bat.evaluation.log.summary import dump
 from bat.evaluation.metrics import row_of, summarize
 from tests import logkit
-
-
-def old_metrics(episodes: list[EpisodeResult], k: int) -> dict:
-    """metrics.json as bat wrote it before bat.metrics/2 (flat token fields, ``passed``)."""
-    rows = []
-    for episode in episodes:
-        row = row_of(episode)
-        rows.append(
-            {
-                "task_id": row.task_id,
-                "attempt": row.attempt,
-                "passed": row.success,
-                "status": row.status,
-                "infra_error": row.infra_error,
-                "wall_time_s": row.wall_time_s,
-                "time_to_first_event_s": row.time_to_first_event_s,
-                "prompt_tokens": row.tokens.prompt_tokens,
-                "completion_tokens": row.tokens.completion_tokens,
-                "total_tokens": row.tokens.total_tokens,
-                "model_calls": row.model_calls,
-                "tool_calls": row.tool_calls,
-                "scores": None,
-                "judge_error": None,
-                "agent_error": None,
-                "vacuous": False,
-            }
-        )
-    return {"schema": "bat.metrics/1", "model": "m", "per_episode": rows, "summary": {"k": k}}
+from tests.evaluation.plot.runkit import write_old_results
 
 
 def test_an_older_metrics_file_is_summarized_again_from_its_rows(tmp_path):
     episodes = logkit.outcomes({"a": "ppf", "b": "pip"})
     folder = tmp_path / "run" / "m"
     folder.mkdir(parents=True)
-    (folder / "metrics.json").write_text(json.dumps(old_metrics(episodes, 3)))
-    (folder / "summary.json").write_text(json.dumps({"schema": "bat.summary/1", "tasks": []}))
+    rows = [row_of(e) for e in episodes]
+    write_old_results(folder, rows, model="m", run_id="run", k=3)
     found = store.read_results(folder)
     summary, metrics = summarize(
         [row_of(e) for e in episodes], k=3, model="m", task_order=["a", "b"], run_id="run"
