@@ -276,6 +276,9 @@ def test_ctrl_c_while_the_report_is_drawn_exits_130_in_one_line(tmp_path, bat, h
         assert (project / "eval/output/report.html").is_file()
         return
     code, _, err = interrupt(proc)
+    if code == 0:  # it finished between the poll and the signal: then it is whole too
+        assert "Traceback" not in err and (project / "eval/output/report.html").is_file(), err
+        return
     assert code == 130, err
     assert_no_traceback(err)
     last = err.strip().splitlines()[-1]
