@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bat.evaluation.judging.scores import infra_scores
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log import store
 from bat.evaluation.log.episode import (
@@ -85,7 +86,7 @@ def make_runs(base: Path, runs: int, tasks: int, k: int) -> int:
                 prompt, completion = rng.randint(200, 900), rng.randint(20, 200)
                 scores = None
                 if judged and infra:
-                    scores = {"error": "not judged: infrastructure failure"}
+                    scores = infra_scores()  # what eval.judge writes for one
                 elif judged:
                     scores = {
                         "rubric_version": "bat.rubric/1",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bat.evaluation import metrics
 from bat.evaluation.dataset import TaskSpec
+from bat.evaluation.judging.scores import infra_scores
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import (
@@ -76,7 +77,7 @@ def episode_of(
         verdict = Verdict(passed=passed, reason="status: 'completed'" if passed else reason_fail)
     scores = None
     if judge and infra:
-        scores = {"error": "not judged: infrastructure failure"}
+        scores = infra_scores()  # what eval.judge writes for one
     elif judge:
         scores = {
             "rubric_version": "bat.rubric/1",
