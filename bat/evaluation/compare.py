@@ -48,8 +48,13 @@ def resolve_side(reference: str, output_dir: Path) -> Path:
                 f"run {run_dir.name} has no summarized model {model!r} (it has: {names})"
             )
         return chosen[0]
+    if not dirs:
+        raise InputError(
+            f"run {run_dir.name} has no summarized model "
+            f"(bat eval.summarize --run {run_dir.name} writes them)"
+        )
     if len(dirs) != 1:
-        names = ", ".join(d.name for d in dirs) or "none summarized"
+        names = ", ".join(d.name for d in dirs)
         raise InputError(
             f"run {run_dir.name} has several models ({names}): name one as {run_ref}:MODEL"
         )

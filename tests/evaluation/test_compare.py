@@ -30,3 +30,18 @@ def test_compare_lists_changes_and_flips(tmp_path):
     assert result["paired_tasks"] == 3 and result["mean_change"] == 0.0
     assert result["regressed"] == ["t2"] and result["improved"] == ["t3"]
     assert result["mcnemar_p"] == 1.0
+
+
+def test_a_run_without_summaries_says_how_to_make_them(tmp_path):
+    from bat.errors import InputError
+    from bat.evaluation.compare import resolve_side
+    from bat.evaluation.log import run as rundir
+
+    run_dir = tmp_path / "20260101-000000"
+    run_dir.mkdir()
+    model = rundir.ModelEntry(label="m", dir="m")
+    record = rundir.RunRecord(run_id=run_dir.name, status="completed", started_at="x")
+    record.models.append(model)
+    rundir.write_run(run_dir, record)
+    with pytest.raises(InputError, match=r"no summarized model \(bat eval.summarize --run 2026"):
+        resolve_side(run_dir.name, tmp_path)

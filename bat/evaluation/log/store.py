@@ -387,4 +387,9 @@ def summarized_models(run_dir: Path) -> list[Path]:
 
 
 def _first_line(exc: Exception) -> str:
+    """The first problem of ``exc``: for pydantic's, where it is and what is wrong."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        return f"{where}: {problem['msg']}" if where else problem["msg"]
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

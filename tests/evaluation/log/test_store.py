@@ -153,3 +153,14 @@ def test_any_content_of_the_two_files_reads_or_is_one_input_error(tmp_path, metr
         store.read_results(folder)
     except InputError as exc:
         assert "\n" not in exc.message and str(folder) in exc.message
+
+
+def test_an_episode_error_names_the_field_and_the_problem(tmp_path):
+    path = tmp_path / "m" / "episodes" / "a__try1.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"task_id": 3}')
+    with pytest.raises(InputError, match=r"a__try1.json is not an episode file: task_id: Input"):
+        store.read_episode(path)
+    path.write_text('{"task_id": ')
+    with pytest.raises(InputError, match=r"is not an episode file: Invalid JSON: EOF"):
+        store.read_episode(path)
