@@ -50,6 +50,13 @@ class OperationError(BatError):
     exit_code = 1
 
 
+class GateFailed(BatError):
+    """The evaluation ran and its numbers stand, but a gate the user set did not hold
+    (a pass rate under its threshold, a regression against the baseline)."""
+
+    exit_code = 1
+
+
 class IncompleteRun(BatError):
     """An evaluation ran to its end, but its numbers are incomplete: infrastructure
     failures remain, or a model could not be evaluated. Everything is written; a CI job

@@ -196,6 +196,15 @@ class TaskSpec(_Strict):
     turns: list[str] = Field(min_length=1)
     expected: TaskExpected = Field(default_factory=TaskExpected)
     meta: dict[str, Any] = Field(default_factory=dict)
+    tags: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(default_factory=list)
+
+    @property
+    def all_tags(self) -> list[str]:
+        """The task's tags, and bat-cli's ``meta.category`` read as one more (in order,
+        each once): what ``--tag`` and a gate's ``tag:NAME`` select by."""
+        category = self.meta.get("category")
+        extra = [category] if isinstance(category, str) and category.strip() else []
+        return list(dict.fromkeys([*self.tags, *extra]))
 
     @field_validator("id")
     @classmethod

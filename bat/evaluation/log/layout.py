@@ -4,6 +4,9 @@
 
     <output_dir>/<run-id>/
       run.json                              the run: config, dataset hash, models, status
+      card.json                             the benchmark card: what exactly was measured
+      tasks.json                            the dataset as the run read it (a snapshot)
+      gates.json                            the gates and whether each held
       agent-<model>.log                     the agent's own output
       agent-<model>.process.json            the agent bat started (to stop a stale one)
       judge-cache/<hash>.json               judgements already paid for
@@ -30,6 +33,9 @@ RETRIED_DIR = "retried"
 SPANS_FILE = "spans.jsonl"
 AGENT_CONFIG_COPY = "agent-config.yaml"
 JUDGE_CACHE_DIR = "judge-cache"
+CARD_FILE = "card.json"
+TASKS_SNAPSHOT = "tasks.json"
+GATES_FILE = "gates.json"
 # Model folder names bat never gives a model: they are files or folders of the run itself.
 RESERVED_DIRS = frozenset({"agent-default", JUDGE_CACHE_DIR})
 
@@ -38,6 +44,18 @@ EPISODE_NAME = re.compile(r"^(?P<stem>.+)__try(?P<attempt>\d+)\.json$")
 
 def run_file(run_dir: Path) -> Path:
     return run_dir / RUN_FILE
+
+
+def card_file(run_dir: Path) -> Path:
+    return run_dir / CARD_FILE
+
+
+def tasks_snapshot(run_dir: Path) -> Path:
+    return run_dir / TASKS_SNAPSHOT
+
+
+def gates_file(run_dir: Path) -> Path:
+    return run_dir / GATES_FILE
 
 
 def summary_file(model_dir: Path) -> Path:

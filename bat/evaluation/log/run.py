@@ -106,6 +106,8 @@ class RunRecord(BaseModel):
     models: list[ModelEntry] = Field(default_factory=list)
     versions: dict[str, str | None] = Field(default_factory=dict)
     infra_failures: int | None = None  # left when the run ended
+    # What of the dataset was chosen to run (--task/--tag/--exclude-tag/--limit); None: all.
+    selection: dict[str, Any] | None = None
 
     def timestamp_utc(self) -> str | None:
         """When the run started, as bat-cli wrote it (``20261201_033109``)."""
