@@ -174,3 +174,27 @@ def _pct(value: float | None) -> str:
 
 def _signed(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:+.0f}%"
+
+
+def regression(
+    result: dict[str, Any], *, alpha: float = 0.05, max_drop: float | None = None
+) -> tuple[float, bool, str]:
+    """Did side B regress from side A? ``(drop, regressed, why)``: the drop of the pass
+    rate (A − B, a fraction), and whether it is a regression — McNemar's p under
+    ``alpha`` with more tasks regressed than improved, or a drop over ``max_drop``."""
+    drop = round((result["a"]["success_percentage"] - result["b"]["success_percentage"]) / 100, 4)
+    regressed, improved, p = result["regressed"], result["improved"], result["mcnemar_p"]
+    significant = p < alpha and len(regressed) > len(improved)
+    too_far = max_drop is not None and drop > max_drop
+    why = (
+        f"pass rate {100 * -drop:+.1f} points; {len(regressed)} task(s) regressed, "
+        f"{len(improved)} improved; McNemar p = {p:.4g}"
+    )
+    if significant:
+        why += f" < {alpha:g}: a significant regression"
+    if too_far:
+        why += f"; the drop is over {max_drop:g}"
+    if regressed:
+        shown = ", ".join(regressed[:5]) + (" ..." if len(regressed) > 5 else "")
+        why += f" (regressed: {shown})"
+    return drop, significant or too_far, why

@@ -44,6 +44,7 @@ from pydantic import (
 
 from bat.errors import InputError
 from bat.evaluation.agent_settings import port_problem
+from bat.evaluation.gate_specs import GateSpec
 from bat.evaluation.locate import dotted, line_index, validation_problems
 from bat.evaluation.log import layout
 from bat.evaluation.variables import UnsetVariable, expand
@@ -384,6 +385,8 @@ class EvaluationSection(_Strict):
     qualitative: Flag = False
     concurrency: Count = Field(default=8, ge=1, le=1024)
     turn_timeout_s: Seconds = 60
+    # Infrastructure failures a run may have and still be trusted (exit 0 rather than 3).
+    max_infra_failures: Count = Field(default=0, ge=0)
     extra_spans: list[FilePath] = Field(default_factory=list)  # span files of agents it calls
     agent: Annotated[AgentSpec, Block] = Field(default_factory=AgentSpec)
 
@@ -426,6 +429,7 @@ class EvalConfig(_Strict):
     evaluation: Annotated[EvaluationSection, Block] = Field(default_factory=EvaluationSection)
     models: list[ModelSpec] = Field(default_factory=list)
     judge: list[JudgeSpec] = Field(default_factory=list)  # ``judge:`` holds one or several
+    gates: list[GateSpec] = Field(default_factory=list)  # what a release must meet
 
     @property
     def judges(self) -> list[JudgeSpec]:
@@ -435,6 +439,11 @@ class EvalConfig(_Strict):
     @classmethod
     def _no_models(cls, value: Any) -> Any:
         return [] if value is None else value  # `models:` with every entry commented out
+
+    @field_validator("gates", mode="before")
+    @classmethod
+    def _no_gates(cls, value: Any) -> Any:
+        return [] if value is None else value  # `gates:` with every entry commented out
 
     @field_validator("judge", mode="before")
     @classmethod

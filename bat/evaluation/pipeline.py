@@ -23,17 +23,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bat.errors import BatError, InputError, Interrupted, OperationError
+from bat.errors import BatError, InputError, Interrupted, OperationError, UsageError
 from bat.evaluation import secrets
 from bat.evaluation.agent_settings import AgentSettings, read_dotenv
 from bat.evaluation.config import ResolvedConfig
 from bat.evaluation.dataset import Dataset, load_dataset
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log import store
+from bat.evaluation.log.gates import GatesFile
 from bat.evaluation.log.run import ModelEntry, RunRecord
 from bat.evaluation.log.summary import Summary, Totals
 from bat.evaluation.metrics import row_of, summarize
 from bat.evaluation.model_run import ModelRecord, agent_log, failed, model_record, run_model
+from bat.evaluation.selection import Selection
 from bat.evaluation.verdict import judge_episode
 from bat.terminal import safe
 
@@ -141,26 +143,42 @@ def run_evaluation(
     *,
     resume: str | bool | None = None,
     retry_infra: bool = False,
+    selection: Selection | None = None,
     say: Say = print,
 ) -> RunReport:
-    """Run every missing episode of every model; returns the run and what it lacks."""
+    """Run every missing episode of every model (of the tasks ``selection`` chooses);
+    returns the run and what it lacks."""
     say = remember_secrets(resolved, say)
     checked = preflight(resolved)
     for warning in checked.warnings:
         warn(warning)
     evaluation = resolved.evaluation
     records = [model_record(resolved, model) for model in resolved.models]
+    selection = selection or Selection()
+    total = len(checked.dataset.tasks)
     if resume or retry_infra:
         wanted = None if resume in (None, True) else str(resume)
         run_dir = rundir.find_run(resolved.output_dir, wanted)
         rundir.model_dirs(run_dir)  # a crafted models[].dir is refused, run.json unchanged
+        recorded = Selection.from_record(rundir.read_run(run_dir).selection)
+        if not selection.empty and selection != recorded:
+            raise UsageError(
+                f"{run_dir.name} ran {recorded.flags()}; --resume runs that selection "
+                f"again (leave out {selection.flags()})"
+            )
+        checked.dataset = recorded.apply(checked.dataset)
         earlier = rundir.update_run(run_dir, status="running", resumed_at=rundir.now_iso())
         if earlier.dataset_sha256 != checked.dataset.sha256:
             warn(f"the dataset changed since {run_dir.name} started; new tasks are added to it")
         _carry_over(records, earlier)
     else:
+        checked.dataset = selection.apply(checked.dataset)
         run_dir = rundir.new_run_dir(resolved.output_dir, evaluation.run_name)
-        rundir.write_run(run_dir, _run_record(resolved, checked.dataset, run_dir, records))
+        record = _run_record(resolved, checked.dataset, run_dir, records)
+        record.selection = selection.record(len(checked.dataset.tasks), total)
+        rundir.write_run(run_dir, record)
+        if not selection.empty:
+            say(f"{len(checked.dataset.tasks)} of {total} tasks chosen by {selection.flags()}")
     say(f"run {run_dir}")
     errors: list[BatError] = []
     try:
@@ -168,7 +186,7 @@ def run_evaluation(
             error = _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say)
             errors += [error] if error else []
             rundir.update_run(run_dir, models=_entries(records))
-        return _conclude(run_dir, records, errors)
+        return _conclude(run_dir, records, errors, evaluation.max_infra_failures)
     except KeyboardInterrupt:
         _mark(run_dir, records, "interrupted")
         raise Interrupted(
@@ -233,8 +251,11 @@ def _summarize_model_of(run_dir: Path, record: ModelRecord) -> None:
     summarize_model(run_dir, record, rundir.read_run(run_dir))
 
 
-def _conclude(run_dir: Path, records: list[ModelRecord], errors: list[BatError]) -> RunReport:
-    """Write the run's end to run.json; say what makes its numbers incomplete."""
+def _conclude(
+    run_dir: Path, records: list[ModelRecord], errors: list[BatError], max_infra_failures: int
+) -> RunReport:
+    """Write the run's end to run.json; say what makes its numbers incomplete (a model
+    not evaluated, more infrastructure failures than ``max_infra_failures``)."""
     lost = [r for r in records if r.status == "failed"]
     status = "failed" if len(lost) == len(records) else "partial" if lost else "completed"
     infra = {r.label: store.infra_failures(run_dir / r.dir) for r in records}
@@ -254,13 +275,9 @@ def _conclude(run_dir: Path, records: list[ModelRecord], errors: list[BatError])
             details.append(f"{record.label}: {record.reason}")
             details += [f"  | {line}" for line in record.log_tail[-5:]]
         raise OperationError(f"no model could be evaluated (run {run_dir.name})", details=details)
-    untrusted = [f"{r.label} could not be evaluated: {r.reason}" for r in lost]
-    for label, found in infra.items():
-        if found:
-            untrusted.append(
-                f"{label}: {len(found)} infrastructure failure(s) "
-                f"(run them again: bat eval.run --resume {run_dir.name} --retry-infra)"
-            )
+    from bat.evaluation.gates import trust_problems
+
+    untrusted = trust_problems(run_dir, max_infra_failures)
     return RunReport(run_dir=run_dir, untrusted=untrusted)
 
 
@@ -440,3 +457,26 @@ def recheck_run(run_dir: Path, dataset: Dataset, *, say: Say = print) -> int:
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def gate_stage(
+    resolved: ResolvedConfig, run_dir: Path, extra: list, *, say: Say = print
+) -> GatesFile | None:
+    """Check the run against eval.yaml's gates and ``extra`` (the command line's): print
+    the table, write gates.json; None (nothing written) when there is no gate."""
+    from bat.evaluation import gates
+
+    specs = [*resolved.config.gates, *extra]
+    if not specs:
+        return None
+    rundir.model_dirs(run_dir)  # a crafted models[].dir is refused before any write
+
+    def task_tags() -> dict[str, frozenset[str]]:
+        snapshot = store.layout.tasks_snapshot(run_dir)  # the tasks as they were run
+        dataset = load_dataset(snapshot if snapshot.is_file() else resolved.dataset)
+        return {task.id: frozenset(task.all_tags) for task in dataset.tasks}
+
+    result = gates.evaluate(run_dir, specs, task_tags, resolved.output_dir)
+    gates.write(run_dir, result)
+    say(secrets.scrub(safe(gates.table(result))))
+    return result

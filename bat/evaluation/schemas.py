@@ -57,6 +57,7 @@ SCHEMAS: dict[str, Entry] = {
     "scores": Entry("bat.evaluation.log.episode:JudgeScores", "serialization", "bat judge scores", "the judges' scores of one episode: the episode file's scores key"),  # noqa: E501
     layout.SUMMARY_FILE: Entry("bat.evaluation.log.summary:Summary", "serialization", "bat summary.json", "one model of a run, per task: <model>/summary.json (bat.summary/2)"),  # noqa: E501
     layout.METRICS_FILE: Entry("bat.evaluation.log.summary:Metrics", "serialization", "bat metrics.json", "one model of a run, per episode and in total: <model>/metrics.json (bat.metrics/2)"),  # noqa: E501
+    layout.GATES_FILE: Entry("bat.evaluation.log.gates:GatesFile", "serialization", "bat gates.json", "what the gates of a run said: <output_dir>/<run-id>/gates.json (bat.gates/1)"),  # noqa: E501
 }
 # fmt: on
 
@@ -171,6 +172,19 @@ _EVAL_YAML_KEYS = {
         "once, with the agent's own settings",
         "judge": 'the LLM judge of qualitative scoring: "provider:model", a mapping, or a '
         "list of them",
+        "gates": "what a run must meet to pass (exit 1 when one fails): 'FIGURE OP NUMBER' "
+        "or a mapping (docs/ci.md)",
+    },
+    "GateSpec": {
+        "name": "the gate's name in tables (default: the gate as written)",
+        "gate": "FIGURE OP NUMBER, e.g. 'pass_hat_3 >= 0.8', 'judge.accuracy >= 0.7', "
+        "'latency.p90 < 5'",
+        "must_pass": "every attempt of these tasks passes: ids, globs or tag:NAME",
+        "baseline": "a run (id or folder) this one must not regress from",
+        "max_drop": "with baseline: the largest pass-rate drop allowed (0.05 = 5 points)",
+        "alpha": "with baseline: McNemar's p under this is a significant regression",
+        "model": "one model's label, or all (every model pooled); default: each model",
+        "tasks": "only these tasks: ids, globs or tag:NAME; default: every task",
     },
     "EvaluationSection": {
         "run_name": "added to the run folder's name",
@@ -184,6 +198,8 @@ _EVAL_YAML_KEYS = {
         "qualitative": "also score each episode with the LLM judge",
         "concurrency": "episodes running at the same time",
         "turn_timeout_s": "a turn without a final answer by then is a timeout",
+        "max_infra_failures": "infrastructure failures a run may have and still be "
+        "trusted (more: exit status 3)",
         "extra_spans": "span files of the agents this one calls",
         "agent": "how the agent is started, or that it is already running",
     },
@@ -256,6 +272,10 @@ def _eval_yaml(schema: dict[str, Any]) -> dict[str, Any]:
         "description": 'the LLM judge: "provider:model", a mapping, or a list of them',
     }
     evaluation["extra_spans"] = _nullable(evaluation["extra_spans"])
+    gate_entry = {"anyOf": [{"type": "string", "pattern": r"[<>=]"}, {"$ref": "#/$defs/GateSpec"}]}
+    schema["properties"]["gates"] = {
+        "anyOf": [{"type": "array", "items": gate_entry}, {"type": "null"}]
+    }
 
     # env maps: variable names; numbers, booleans and null become text (env_map).
     name = {"pattern": _anchored(config._ENV_NAME.pattern)}

@@ -121,3 +121,34 @@ def describe(
     state = judges if view["qualitative"] else f"off (qualitative: false; judge: {judges})"
     lines.append(f"judge          {state}")
     return "\n".join(lines)
+
+
+def plan(resolved: ResolvedConfig, selection: Any, gates: list[Any]) -> str:
+    """``eval.run --dry-run``: every input checked as ``eval.run`` checks it (the dataset,
+    the agent's files, the judges' keys), then what would run — nothing is started and
+    nothing is written."""
+    from bat.evaluation.pipeline import preflight, warn
+
+    checked = preflight(resolved)
+    for warning in checked.warnings:
+        warn(warning)
+    total = len(checked.dataset.tasks)
+    chosen = selection.apply(checked.dataset)
+    count = len(chosen.tasks)
+    summary = DatasetCheck(path=chosen.path, sha256=chosen.sha256, count=count, weak=[])
+    models = len(resolved.models)
+    episodes = models * count * resolved.evaluation.k
+    lines = [describe(resolved, dataset=summary)]
+    if not selection.empty:
+        shown = ", ".join(task.id for task in chosen.tasks[:10])
+        more = f" and {count - 10} more" if count > 10 else ""
+        lines.append(
+            f"tasks          {count} of {total} chosen by {selection.flags()}: {shown}{more}"
+        )
+    lines.append("gates          " + ("; ".join(g.title for g in gates) if gates else "(none)"))
+    lines.append(
+        f"plan           {models} model(s) × {count} task(s) × k = {resolved.evaluation.k} "
+        f"= {episodes} episode(s)"
+    )
+    lines.append("dry run: nothing was started or written")
+    return "\n".join(lines)

@@ -129,42 +129,135 @@ def show(c: Context, json: bool = False) -> None:
 
 @command(
     optional=["resume"],
+    iterable=["task", "tag", "exclude_tag", "gate"],
     help={
         "resume": "Run only the episodes missing from RUN (default: the latest run).",
         "retry_infra": "Also run again the episodes that failed for infrastructure reasons "
         "(of RUN, or of the latest run); earlier records are kept in <model>/retried/.",
+        "task": "Run only the tasks whose id matches this glob (repeatable: any of them).",
+        "tag": "Run only the tasks with this tag (repeatable: all of them).",
+        "exclude_tag": "Leave out the tasks with this tag (repeatable).",
+        "limit": "Run only the first N tasks chosen.",
+        "dry_run": "Check everything and print the plan; start and write nothing.",
+        "gate": "A gate, 'FIGURE OP NUMBER' (repeatable), beside eval.yaml's gates.",
+        "baseline": "Gate on no significant regression against this run.",
+        "max_drop": "With --baseline: the largest pass-rate drop allowed (0.05 = 5 points).",
     },
 )
-def run(c: Context, resume: str | None = None, retry_infra: bool = False) -> None:
-    """Run the dataset k times per model against the live agent, then judge and summarize.
+def run(
+    c: Context,
+    resume: str | None = None,
+    retry_infra: bool = False,
+    task: list[str] | None = None,
+    tag: list[str] | None = None,
+    exclude_tag: list[str] | None = None,
+    limit: str | None = None,
+    dry_run: bool = False,
+    gate: list[str] | None = None,
+    baseline: str | None = None,
+    max_drop: str | None = None,
+) -> None:
+    """Run the dataset k times per model against the live agent, then judge, summarize, gate.
 
     Chain: start the agent (per model; restarted if it dies) -> episodes -> stop it ->
-    eval.judge -> eval.summarize -> eval.plot. Each episode is written to the run
-    directory as it ends; Ctrl-C keeps them, and --resume finishes the run. Exit status 3
-    when the numbers are incomplete: infrastructure failures remain, or a model could not
-    be evaluated.
+    eval.judge -> eval.summarize -> eval.gate -> eval.plot -> conclude. Each episode is
+    written to the run directory as it ends; Ctrl-C keeps them, and --resume finishes the
+    run. Exit status 1 when a gate failed, 3 when the numbers are incomplete
+    (infrastructure failures over the budget, or a model could not be evaluated).
     """
+    from bat.evaluation.gate_specs import command_line_gates
     from bat.evaluation.pipeline import run_evaluation
+    from bat.evaluation.selection import Selection
 
     if isinstance(resume, str) and resume:
         _check_run(resume, "--resume")
+    if baseline:
+        _check_run(baseline, "--baseline")
+    selection = Selection.of(task, tag, exclude_tag, _number(limit, "--limit", int))
+    cli_gates = command_line_gates(gate or [], baseline, _number(max_drop, "--max-drop"))
+    resolved = _config(c)
+    if dry_run:
+        from bat.evaluation.show import plan
+
+        c.config.eval.dry_run = True
+        print(plan(resolved, selection, [*resolved.config.gates, *cli_gates]))
+        return
+    c.config.eval.gates = [spec.model_dump(mode="json") for spec in cli_gates]
     report = run_evaluation(
-        _config(c),
+        resolved,
         resume=resume if resume not in ("", None) else None,
         retry_infra=retry_infra,
+        selection=selection,
     )
     c.config.eval.run_dir = str(report.run_dir)
     c.config.eval.untrusted = report.untrusted
+    c.config.eval.chained = True
 
 
 @task(klass=BatTask)
 def conclude(c: Context) -> None:
-    """The last stage of eval.run: exit status 3 when its numbers are incomplete."""
-    from bat.errors import IncompleteRun
+    """The last stage of eval.run: exit 3 when its numbers are incomplete, 1 when a gate
+    failed."""
+    from bat.errors import GateFailed, IncompleteRun
 
+    if _dry(c):
+        return
     untrusted = setting(c, None, "eval.untrusted", None)
     if untrusted:
         raise IncompleteRun("the run's numbers are incomplete", details=untrusted)
+    failed = setting(c, None, "eval.gates_failed", None)
+    if failed:
+        raise GateFailed(f"{len(failed)} gate(s) failed", details=failed)
+
+
+@command(
+    iterable=["gate"],
+    help={
+        "run": "Run directory or run id (default: the latest run).",
+        "gate": "A gate, 'FIGURE OP NUMBER' (repeatable), beside eval.yaml's gates.",
+        "baseline": "Gate on no significant regression against this run.",
+        "max_drop": "With --baseline: the largest pass-rate drop allowed (0.05 = 5 points).",
+    },
+)
+def gate(
+    c: Context,
+    run: str | None = None,
+    gate: list[str] | None = None,
+    baseline: str | None = None,
+    max_drop: str | None = None,
+) -> None:
+    """Check a run against its gates (eval.yaml's gates: and --gate): table and gates.json.
+
+    Exit status 1 when a gate failed, 3 when the run's numbers cannot be trusted
+    (infrastructure failures over evaluation.max_infra_failures, a model not evaluated).
+    Without any gate, nothing is checked and nothing is written.
+    """
+    from bat.errors import GateFailed, IncompleteRun
+    from bat.evaluation.gate_specs import GateSpec, command_line_gates
+    from bat.evaluation.gates import trust_problems
+    from bat.evaluation.pipeline import gate_stage
+
+    if _dry(c):
+        return
+    if baseline:
+        _check_run(baseline, "--baseline")
+    chained = setting(c, None, "eval.chained", False)
+    if chained:  # the flags of eval.run (or eval.judge) reach this stage through the config
+        specs = [GateSpec.model_validate(g) for g in setting(c, None, "eval.gates", None) or []]
+    else:
+        specs = command_line_gates(gate or [], baseline, _number(max_drop, "--max-drop"))
+    resolved = _config(c)
+    run_dir = _stage_run(c, run)
+    result = gate_stage(resolved, run_dir, specs)
+    failed = [f"{g.name} [{g.model}]: {g.detail}" for g in (result.failed if result else [])]
+    if chained:
+        c.config.eval.gates_failed = failed  # conclude decides the exit status, last
+        return
+    untrusted = trust_problems(run_dir, resolved.evaluation.max_infra_failures)
+    if untrusted:
+        raise IncompleteRun(f"{run_dir.name}: the numbers are incomplete", details=untrusted)
+    if failed:
+        raise GateFailed(f"{len(failed)} gate(s) failed", details=failed)
 
 
 @command(help={"run": "Run directory or run id (default: the latest run)."})
@@ -177,8 +270,11 @@ def judge(c: Context, run: str | None = None) -> None:
     """
     from bat.evaluation.pipeline import judge_stage
 
+    if _dry(c):
+        return
     resolved = _config(c)
     run_dir = _stage_run(c, run)  # the summary and charts that follow: this run's
+    c.config.eval.chained = True  # its gates are checked by conclude, after the charts
     with _stage(
         f"judging {run_dir.name}",
         "every episode is kept, those judged so far with their scores",
@@ -192,6 +288,8 @@ def summarize(c: Context, run: str | None = None) -> None:
     """Write summary.json and metrics.json of a run from its episode files."""
     from bat.evaluation.pipeline import summarize_run
 
+    if _dry(c):
+        return
     run_dir = _stage_run(c, run)
     with _stage(
         f"summarizing {run_dir.name}",
@@ -234,6 +332,8 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
     from bat.evaluation.pipeline import warn
     from bat.evaluation.plot.render import plot_folder
 
+    if _dry(c):
+        return
     with _stage(
         "drawing the charts and report",
         "every episode and summary is kept",
@@ -257,20 +357,56 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
         "a": "First side: a run (id or directory), RUN:MODEL, or a model folder.",
         "b": "Second side, the same way.",
         "json": "Print the comparison as JSON, for scripts.",
+        "fail_on_regression": "Exit 1 when B regressed from A: McNemar's p < 0.05 with "
+        "more tasks regressed than improved (or a drop over --max-drop).",
+        "max_drop": "With --fail-on-regression: the largest pass-rate drop allowed (0.05).",
     },
 )
-def compare(c: Context, a: str, b: str, json: bool = False) -> None:
+def compare(
+    c: Context,
+    a: str,
+    b: str,
+    json: bool = False,
+    fail_on_regression: bool = False,
+    max_drop: str | None = None,
+) -> None:
     """Compare two runs or models: per-task pass-rate change, flipped tasks, McNemar's p."""
     import json as json_module
 
+    from bat.errors import GateFailed, UsageError
     from bat.evaluation.compare import compare as compare_sides
-    from bat.evaluation.compare import render, resolve_side
+    from bat.evaluation.compare import regression, render, resolve_side
 
     _check_run(a, "-a")
     _check_run(b, "-b")
     output_dir = _output_dir_or_cwd(c)
+    drop_allowed = _number(max_drop, "--max-drop")
+    if drop_allowed is not None and not fail_on_regression:
+        raise UsageError("--max-drop goes with --fail-on-regression")
     result = compare_sides(resolve_side(a, output_dir), resolve_side(b, output_dir))
     print(json_module.dumps(result, indent=2) if json else render(result))
+    if fail_on_regression:
+        _, regressed, why = regression(result, max_drop=drop_allowed)
+        if regressed:
+            raise GateFailed(f"B regressed from A: {why}")
+
+
+def _number(value: str | None, flag: str, kind: type = float):
+    """A flag's number (Invoke gives text for a flag whose default is None)."""
+    from bat.errors import UsageError
+
+    if value is None or value == "":
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        what = "a whole number" if kind is int else "a number"
+        raise UsageError(f"{flag} {str(value)[:40]!r}: give {what}") from None
+
+
+def _dry(c: Context) -> bool:
+    """``eval.run --dry-run``: the stages chained after it do nothing."""
+    return bool(setting(c, None, "eval.dry_run", False))
 
 
 def _check_run(reference: str, source: str) -> None:
@@ -291,10 +427,13 @@ def _output_dir_or_cwd(c: Context):
         return Path(".")
 
 
-judge.post = [summarize, plot]
-run.post = [judge, summarize, plot, conclude]
+# Invoke runs each task once, where it first appears in the expanded chain: judge.post
+# must hold the whole tail in order, or its own plot would come before eval.run's gate.
+_AFTER_JUDGE = [summarize, gate, plot, conclude]
+judge.post = list(_AFTER_JUDGE)
+run.post = [judge, *_AFTER_JUDGE]
 
 ns = Collection("eval")
-for _task in (init, schema, show, run, judge, summarize, verdict, plot, compare):
+for _task in (init, schema, show, run, judge, summarize, gate, verdict, plot, compare):
     ns.add_task(_task)
 ns.configure({"eval": dict(DEFAULTS)})

@@ -96,6 +96,7 @@ def render_report(
         "tasks_shown": len(tasks),
         "tasks_total": len(all_tasks),
         "runs_table": _runs_table(runs),
+        "gates": _gates(runs),
         "charts": [
             {
                 "name": chart.name,
@@ -133,6 +134,37 @@ def _template() -> Any:
     )
     environment.filters["anchor"] = anchor
     return environment.get_template(TEMPLATE)
+
+
+def _gates(runs: list[Run]) -> list[dict[str, Any]]:
+    """The gates.json of each run folder charted, the latest run first (CI's question
+    first: did this release pass?)."""
+    from bat.evaluation.gates import read
+
+    folders = dict.fromkeys(
+        run.folder.parent for run in runs if layout.is_run_folder(run.folder.parent)
+    )
+    found = []
+    for folder in sorted(folders, key=lambda f: f.name, reverse=True):
+        gates = read(folder)
+        if gates is None:
+            continue
+        rows = [
+            {
+                "passed": gate.passed,
+                "name": gate.name,
+                "model": gate.model,
+                "value": "n/a" if gate.value is None else f"{gate.value:.4g}",
+                "wanted": f"{gate.op} {gate.threshold:g}"
+                if gate.threshold is not None
+                else "no regression",
+                "detail": gate.detail,
+            }
+            for gate in gates.gates
+        ]
+        found.append({"run_id": gates.run_id, "passed": gates.passed, "rows": rows,
+                      "failed": len(gates.failed), "total": len(gates.gates)})  # fmt: skip
+    return found
 
 
 # --- episodes -----------------------------------------------------------------------------
