@@ -77,6 +77,8 @@ def uv_python_check(env: Mapping[str, str], cwd: Path | None) -> Check:
     wanted = (env.get("UV_PYTHON") or "").strip()
     request = wanted or ">=3.12"
     full_env = {**env, "UV_PYTHON_DOWNLOADS": "never", "NO_COLOR": "1"}
+    if not wanted:
+        full_env.pop("UV_PYTHON", None)  # set but empty: unset for uv too
     try:
         proc = subprocess.run(
             [uv, "python", "find", "--no-python-downloads", request],

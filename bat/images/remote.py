@@ -121,10 +121,15 @@ def host_key_known(spec: HostSpec, known_hosts: str | os.PathLike[str]) -> bool:
     made. OpenSSH names a host on another port than 22 ``[host]:port``."""
     import paramiko
 
-    client = paramiko.SSHClient()
-    load_known_hosts(client, Path(os.path.expanduser(os.fspath(known_hosts))))
+    keys = paramiko.HostKeys()
+
+    class Collect:  # what load_known_hosts calls on a client, into one set of keys
+        def load_system_host_keys(self, path: str) -> None:
+            keys.load(path)
+
+    load_known_hosts(Collect(), Path(os.path.expanduser(os.fspath(known_hosts))))
     name = spec.host if spec.port in (None, 22) else f"[{spec.host}]:{spec.port}"
-    return client.get_host_keys().lookup(name) is not None
+    return keys.lookup(name) is not None
 
 
 class RemoteDocker:
