@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,8 @@ class Options:
     configured: dict[str, Any] = field(default_factory=dict)
 
 
-Planned = Callable[[], "Check | list[Check]"]
+# A check to run, with the name it is shown under should it crash.
+Planned = tuple[str, Callable[[], "Check | list[Check]"]]
 
 
 def run_doctor(options: Options) -> list[Check]:
@@ -50,13 +52,13 @@ def run_doctor(options: Options) -> list[Check]:
 
     found = project.Project.read(options)
     planned: list[Planned] = [
-        basics.python_check,
-        basics.bat_check,
-        basics.uv_check,
-        lambda: basics.uv_python_check(found.uv_env(), found.uv_cwd()),
+        ("python", basics.python_check),
+        ("bat", basics.bat_check),
+        ("uv", basics.uv_check),
+        ("uv python", partial(basics.uv_python_check, found.uv_env(), found.uv_cwd())),
         *project.plan(found),
         *images.plan(options),
-        basics.exporters_check,
+        ("exporters", basics.exporters_check),
     ]
     return _run_all(planned)
 
@@ -65,16 +67,15 @@ def _run_all(planned: Iterable[Planned]) -> list[Check]:
     """Run the checks concurrently; the results keep the planned order."""
     planned = list(planned)
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(planned)))) as pool:
-        futures = [pool.submit(_guarded, check) for check in planned]
+        futures = [pool.submit(_guarded, name, check) for name, check in planned]
         results: list[Check] = []
         for future in futures:
             results += future.result()
     return results
 
 
-def _guarded(check: Planned) -> list[Check]:
+def _guarded(name: str, check: Callable[[], Check | list[Check]]) -> list[Check]:
     """A check's result(s); a BatError it lets out is a failed check in its own words."""
-    name = getattr(check, "__name__", "check").removesuffix("_check").replace("_", " ")
     try:
         result = check()
     except BatError as exc:

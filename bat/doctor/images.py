@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,25 +32,23 @@ def _words(exc: BatError) -> str:
     return "; ".join([exc.message, *exc.details])
 
 
-def plan(options: Options) -> list[Callable[[], Check | list[Check]]]:
+def plan(options: Options) -> list[tuple[str, Callable[[], Check | list[Check]]]]:
+    """The image checks, each with the name a crash of it is shown under."""
     context = Path(options.configured.get("images.context") or ".")
     context = context if context.is_absolute() else options.cwd / context
     host = options.host or options.configured.get("images.host")
     applies = options.build or bool(host) or (context / "Dockerfile").is_file()
     if not applies:
         reason = "no Dockerfile here (bat build not used; --build checks anyway)"
+        names = ("image", "docker engine", "registry")
         return [
-            lambda: [
-                skipped("image", reason),
-                skipped("docker engine", reason),
-                skipped("registry", reason),
-            ],
-            lambda: ssh_check(options, None),
+            ("image", lambda: [skipped(name, reason) for name in names]),
+            ("ssh host", partial(ssh_check, options, None)),
         ]
     return [
-        lambda: image_checks(options, host),
-        lambda: engine_check(options, host),
-        lambda: ssh_check(options, host),
+        ("image", partial(image_checks, options, host)),
+        ("docker engine", partial(engine_check, options, host)),
+        ("ssh host", partial(ssh_check, options, host)),
     ]
 
 

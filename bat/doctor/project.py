@@ -13,13 +13,14 @@ import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from bat.doctor.check import Check, failed, passed, skipped
 from bat.doctor.net import probe
-from bat.errors import BatError
+from bat.errors import BatError, OperationError
 
 if TYPE_CHECKING:
     from bat.doctor import Options
@@ -59,6 +60,8 @@ class Project:
                 found.resolved = load_config(cwd / eval_file, base=cwd)
             except BatError as exc:
                 found.eval_error = exc
+            except OSError as exc:
+                found.eval_error = OperationError(f"{eval_file}: {exc.strerror or exc}")
         resolved = found.resolved
         if resolved is not None and resolved.evaluation.agent.start:
             found.root = resolved.root
@@ -68,7 +71,8 @@ class Project:
         except BatError as exc:
             found.dotenv_error = exc
         if resolved is not None:
-            remember_secrets(resolved)  # whatever a message quotes, no key gets printed
+            with contextlib.suppress(BatError):  # .env invalid: its own check says so
+                remember_secrets(resolved)  # whatever a message quotes, no key is printed
         return found
 
     @property
@@ -100,17 +104,17 @@ def _looks_like_agent(root: Path) -> bool:
     )
 
 
-def plan(found: Project) -> list[Callable[[], Check | list[Check]]]:
-    """The project's checks, in order; the slow ones (the network) run concurrently."""
+def plan(found: Project) -> list[tuple[str, Callable[[], Check | list[Check]]]]:
+    """The project's checks, in order, each with the name a crash of it is shown under."""
     return [
-        lambda: eval_config_check(found),
-        lambda: dataset_check(found),
-        lambda: agent_card_check(found),
-        lambda: dotenv_check(found),
-        lambda: agent_config_check(found),
-        lambda: port_check(found),
-        lambda: model_checks(found),
-        lambda: judge_checks(found),
+        ("eval.yaml", partial(eval_config_check, found)),
+        ("dataset", partial(dataset_check, found)),
+        ("agent.json", partial(agent_card_check, found)),
+        (".env", partial(dotenv_check, found)),
+        ("config.yaml", partial(agent_config_check, found)),
+        ("agent port", partial(port_check, found)),
+        ("model", partial(model_checks, found)),
+        ("judge", partial(judge_checks, found)),
     ]
 
 
@@ -302,7 +306,9 @@ def _agent_url(found: Project) -> tuple[str, str]:
 
     if found.resolved is not None:
         return found.resolved.agent_url, found.resolved.agent_url_source
-    settings = AgentSettings.read(found.root, found.agent_env) if found.is_agent else None
+    settings = None
+    with contextlib.suppress(BatError):  # an unreadable config.yaml: its own check says so
+        settings = AgentSettings.read(found.root, found.agent_env)
     host, port, source = agent_address(
         settings, found.dotenv, names=("evaluation.agent.env", str(found.root / ".env"))
     )
@@ -339,8 +345,12 @@ def model_checks(found: Project) -> list[Check]:
         entries = [(label, provider, base_url, env, None)]
     else:
         return [skipped("model", "no agent project or evaluation here")]
+    from bat.evaluation.judging.client import OLLAMA_BASE_URL
+
     checks: list[Check] = []
     for label, provider, base_url, env, where in entries:
+        if not base_url and provider.strip().lower() == "ollama":
+            base_url = OLLAMA_BASE_URL  # Ollama's own default: a local server
         known = PROVIDERS.get(provider.strip().lower())
         key = known.api_key_env if known else None
         checks.append(_endpoint_check(f"model {label}: endpoint", base_url, "base_url / BASE_URL"))
@@ -440,7 +450,7 @@ def _key_check(
     name: str, key: str | None, env: dict[str, str], where: str | None, provider: str
 ) -> Check:
     if key is None:
-        return passed(name, f"no key needed ({provider})")
+        return passed(name, f"no key variable known for provider {provider}")
     value = env.get(key)
     if value is None or not value.strip():
         state = "is not set" if value is None else "is empty"
