@@ -139,7 +139,10 @@ def _first_error_line(text: str) -> str:
 
 def exporters_check() -> list[Check]:
     """The exporters ``eval.export`` can use, built-in and third-party (info lines)."""
-    found = _exporters()
+    try:
+        found = _exporters()
+    except Exception as exc:  # a broken plugin must not fail doctor: it is listed as such
+        return [info("exporters", f"could not be listed: {type(exc).__name__}: {exc}")]
     if not found:
         return [info("exporters", "none installed (entry-point group bat.exporters)")]
     return [info(f"exporter {name}", detail) for name, detail in sorted(found.items())]
