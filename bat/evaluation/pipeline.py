@@ -68,39 +68,48 @@ def preflight(resolved: ResolvedConfig) -> Preflight:
     warnings: list[str] = [*resolved.warnings, *dataset_warnings(dataset)]
     if resolved.evaluation.qualitative:
         judge_keys(resolved)
-    _check_output_dir(resolved.output_dir)
+    check_output_dir(resolved.output_dir)
     if agent.start:
-        if not resolved.root.is_dir():
-            raise InputError(
-                f"agent root {resolved.root} is not a directory (evaluation.agent.root)"
-            )
-        try:
-            shlex.split(agent.command)
-        except ValueError as exc:
-            raise InputError(f"evaluation.agent.command cannot be parsed: {exc}") from None
-        settings = read_agent_settings(resolved)
-        if settings.missing_config is not None:
-            raise InputError(
-                f"CONFIG_PATH names {settings.missing_config}, which does not exist (the "
-                "agent would start without its configuration)"
-            )
-        problems = settings.problems_for(
-            needs_tool_names=any(t.expected.checks_tools for t in dataset.tasks),
-            needs_tool_args=any(
-                c.args_subset for t in dataset.tasks for c in t.expected.tool_calls
-            ),
-        )
-        if problems:
-            raise InputError(
-                "the agent's telemetry settings hide what the dataset checks", details=problems
-            )
-        multi = [t.id for t in dataset.tasks if len(t.turns) > 1]
-        if multi and settings.config_path is not None and not settings.checkpoints:
-            warnings.append(
-                f"{len(multi)} task(s) have several turns but {settings.config_path} has "
-                "checkpoints off: the agent may forget earlier turns (set checkpoints: true)"
-            )
+        settings, agent_warnings = check_agent_files(resolved, dataset)
+        warnings += agent_warnings
     return Preflight(dataset=dataset, settings=settings, warnings=warnings)
+
+
+def check_agent_files(
+    resolved: ResolvedConfig, dataset: Dataset
+) -> tuple[AgentSettings, list[str]]:
+    """The files of the agent bat will start, checked as ``eval.run`` needs them (its
+    root, its command, its config file and telemetry against what the dataset checks);
+    returns its settings and the warnings worth saying. ``bat doctor`` calls it too."""
+    agent = resolved.evaluation.agent
+    warnings: list[str] = []
+    if not resolved.root.is_dir():
+        raise InputError(f"agent root {resolved.root} is not a directory (evaluation.agent.root)")
+    try:
+        shlex.split(agent.command)
+    except ValueError as exc:
+        raise InputError(f"evaluation.agent.command cannot be parsed: {exc}") from None
+    settings = read_agent_settings(resolved)
+    if settings.missing_config is not None:
+        raise InputError(
+            f"CONFIG_PATH names {settings.missing_config}, which does not exist (the "
+            "agent would start without its configuration)"
+        )
+    problems = settings.problems_for(
+        needs_tool_names=any(t.expected.checks_tools for t in dataset.tasks),
+        needs_tool_args=any(c.args_subset for t in dataset.tasks for c in t.expected.tool_calls),
+    )
+    if problems:
+        raise InputError(
+            "the agent's telemetry settings hide what the dataset checks", details=problems
+        )
+    multi = [t.id for t in dataset.tasks if len(t.turns) > 1]
+    if multi and settings.config_path is not None and not settings.checkpoints:
+        warnings.append(
+            f"{len(multi)} task(s) have several turns but {settings.config_path} has "
+            "checkpoints off: the agent may forget earlier turns (set checkpoints: true)"
+        )
+    return settings, warnings
 
 
 def read_agent_settings(resolved: ResolvedConfig) -> AgentSettings:
@@ -110,7 +119,7 @@ def read_agent_settings(resolved: ResolvedConfig) -> AgentSettings:
     return AgentSettings.read(resolved.root, env)
 
 
-def _check_output_dir(output_dir: Path) -> None:
+def check_output_dir(output_dir: Path) -> None:
     """The run folder can be made under ``output_dir``: no file stands in its way."""
     for folder in (output_dir, *output_dir.parents):
         if folder.exists():

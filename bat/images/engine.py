@@ -34,8 +34,10 @@ def engine_address() -> str:
     return f"{DEFAULT_SOCKET} (the default; DOCKER_HOST is not set)"
 
 
-def connect() -> Any:
-    """A docker SDK ``APIClient`` that has already talked to the engine."""
+def connect(timeout: float = API_TIMEOUT_S) -> Any:
+    """A docker SDK ``APIClient`` that has already talked to the engine.
+
+    ``timeout`` bounds each API call (``bat doctor`` asks with a short one)."""
     import docker
     from docker.errors import DockerException
 
@@ -44,7 +46,7 @@ def connect() -> Any:
     except DockerException as exc:
         raise InputError(f"the Docker settings of the environment are invalid: {exc}") from None
     try:
-        return docker.APIClient(version="auto", timeout=API_TIMEOUT_S, **params)
+        return docker.APIClient(version="auto", timeout=timeout, **params)
     except DockerException as exc:
         text = str(exc)
         if "Invalid bind address" in text:

@@ -96,6 +96,42 @@ def _policies(known_hosts: Path, notice: Callable[[str], None]) -> tuple[type, t
     return Refuse, AcceptNew
 
 
+def load_known_hosts(client: Any, known_hosts: Path) -> None:
+    """Load the system's and the user's known_hosts files into a paramiko client."""
+    import paramiko
+
+    for path in (Path(SYSTEM_KNOWN_HOSTS), known_hosts):
+        if path.is_file():
+            try:
+                client.load_system_host_keys(str(path))
+            except (OSError, paramiko.SSHException) as exc:
+                raise OperationError(f"{path}: cannot read known hosts: {exc}") from None
+            except UnicodeDecodeError as exc:
+                # Host keys are ASCII; other bytes mean the wrong file or a damaged one,
+                # and no host key in it can be trusted to be the one meant.
+                raise InputError(
+                    f"{path}: not a known_hosts file: not UTF-8 text ({exc.reason} "
+                    f"at byte {exc.start}); fix or remove the damaged line"
+                ) from None
+
+
+def host_key_known(spec: HostSpec, known_hosts: str | os.PathLike[str]) -> bool:
+    """Whether a key of ``spec``'s host is in the known_hosts files ``RemoteDocker``
+    trusts (so a connection would not be refused as an unknown host). No connection is
+    made. OpenSSH names a host on another port than 22 ``[host]:port``."""
+    import paramiko
+
+    keys = paramiko.HostKeys()
+
+    class Collect:  # what load_known_hosts calls on a client, into one set of keys
+        def load_system_host_keys(self, path: str) -> None:
+            keys.load(path)
+
+    load_known_hosts(Collect(), Path(os.path.expanduser(os.fspath(known_hosts))))
+    name = spec.host if spec.port in (None, 22) else f"[{spec.host}]:{spec.port}"
+    return keys.lookup(name) is not None
+
+
 class RemoteDocker:
     """The Docker engine of ``[user@]host[:port]``, over SSH (a context manager)."""
 
@@ -139,19 +175,7 @@ class RemoteDocker:
             connect_kwargs=kwargs,
         )
         client = conn.client
-        for path in (Path(SYSTEM_KNOWN_HOSTS), known_hosts):
-            if path.is_file():
-                try:
-                    client.load_system_host_keys(str(path))
-                except (OSError, paramiko.SSHException) as exc:
-                    raise OperationError(f"{path}: cannot read known hosts: {exc}") from None
-                except UnicodeDecodeError as exc:
-                    # Host keys are ASCII; other bytes mean the wrong file or a damaged one,
-                    # and no host key in it can be trusted to be the one meant.
-                    raise InputError(
-                        f"{path}: not a known_hosts file: not UTF-8 text ({exc.reason} "
-                        f"at byte {exc.start}); fix or remove the damaged line"
-                    ) from None
+        load_known_hosts(client, known_hosts)
         refuse, accept_new = _policies(known_hosts, self.display.line)
         policy = accept_new if self.options.accept_new_host_key else refuse
         client.set_missing_host_key_policy(policy())
