@@ -273,6 +273,26 @@ def compare(c: Context, a: str, b: str, json: bool = False) -> None:
     print(json_module.dumps(result, indent=2) if json else render(result))
 
 
+@command(
+    iterable=["to"],
+    help={
+        "run": "Run directory or run id (default: the latest run).",
+        "to": "NAME:PATH, repeatable: junit, csv, markdown, json, or a plugin's exporter.",
+    },
+)
+def export(c: Context, run: str | None = None, to: list[str] | None = None) -> None:
+    """Export a run for other tools: --to junit:report.xml --to markdown:summary.md ...
+
+    One file per --to (parent folders made). Markdown is also appended to
+    $GITHUB_STEP_SUMMARY when that is set. More formats come from plugins (the
+    'bat.exporters' entry-point group): see docs/exporters.md.
+    """
+    from bat.evaluation.export import export_run, parse_target
+
+    targets = [parse_target(spec) for spec in to or []]  # a bad --to before any run is read
+    export_run(_stage_run(c, run, batcli=True), targets)
+
+
 def _check_run(reference: str, source: str) -> None:
     from bat.scaffold.names import check_run_reference
 
@@ -295,6 +315,6 @@ judge.post = [summarize, plot]
 run.post = [judge, summarize, plot, conclude]
 
 ns = Collection("eval")
-for _task in (init, schema, show, run, judge, summarize, verdict, plot, compare):
+for _task in (init, schema, show, run, judge, summarize, verdict, plot, compare, export):
     ns.add_task(_task)
 ns.configure({"eval": dict(DEFAULTS)})
