@@ -31,9 +31,10 @@ OUTPUT_LIMIT = 2000  # characters of an answer quoted in system-out
 
 
 def xml_text(text: object) -> str:
-    """``text`` with every character XML 1.0 cannot hold removed (escaping is the
-    serializer's: ``&``, ``<``, ``>`` and quotes)."""
-    return _NOT_XML.sub("", str(text))
+    """``text`` with every character XML 1.0 cannot hold removed and line ends made
+    ``\n`` (a parser turns a raw ``\r`` into one anyway); escaping ``&``, ``<``, ``>``
+    and quotes is the serializer's."""
+    return _NOT_XML.sub("", str(text)).replace("\r\n", "\n").replace("\r", "\n")
 
 
 class JUnitExporter:
@@ -158,7 +159,7 @@ def _attempt_line(model: ModelData, row: EpisodeRow) -> str:
         line += f": {reason}"
     episode = model.episode(row)
     if episode is not None and episode.final_output:
-        answer = episode.final_output
+        answer = xml_text(episode.final_output)
         if len(answer) > OUTPUT_LIMIT:
             answer = answer[:OUTPUT_LIMIT] + f"... ({len(answer)} characters)"
         line += "\n  answer: " + answer.replace("\n", "\n  ")
