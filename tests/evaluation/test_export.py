@@ -13,6 +13,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import jsonschema
 import pytest
 import xmlschema
 from hypothesis import HealthCheck, given, settings
@@ -174,6 +175,7 @@ def test_gates_json_is_shown_in_markdown_and_json(made, tmp_path):
 
 def test_json_document(made, tmp_path):
     from bat.evaluation.export.json_doc import EXPORT_SCHEMA, ExportDocument, ExportEpisode
+    from bat.evaluation.schemas import schema
 
     _, run_dir, _ = made
     out = tmp_path / "run.json"
@@ -182,6 +184,7 @@ def test_json_document(made, tmp_path):
     assert list(data) == ["schema", "run", "gates", "models", "unreadable"]
     assert data["schema"] == EXPORT_SCHEMA and data["gates"] is None
     ExportDocument.model_validate(data)
+    jsonschema.Draft202012Validator(schema("export.json")).validate(data)
     run = data["run"]
     assert run["run_id"] == run_dir.name and run["k"] == 2
     assert run["tasks"] == [task["id"] for task in TASKS]
