@@ -223,6 +223,19 @@ def test_a_bad_target_is_one_line_and_writes_nothing(made, tmp_path, spec, says)
     assert not first.exists()  # checked before anything is written
 
 
+def test_a_run_without_summaries_is_refused(made, tmp_path):
+    _, run_dir, _ = made
+    copy = tmp_path / run_dir.name
+    shutil.copytree(run_dir, copy)
+    for name in ("summary.json", "metrics.json"):
+        (copy / "agent-default" / name).unlink()
+    result = export(made, "--run", str(copy), "--to", f"csv:{tmp_path / 'e.csv'}")
+    assert result.code == 2, result.err
+    assert "has no summaries to export yet" in result.err
+    assert f"bat eval.summarize --run {copy.name}" in result.err
+    assert not (tmp_path / "e.csv").exists()
+
+
 def test_nothing_to_export_is_a_usage_mistake(made):
     result = export(made)
     assert result.code == 2 and "nothing to export: give --to NAME:PATH" in result.err

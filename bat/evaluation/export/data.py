@@ -116,7 +116,7 @@ def load_run(run_dir: Path) -> RunData:
         models.append(ModelData(label, folder, results.summary, results.metrics, entry, episodes))
     summarized = {folder.resolve() for folder in folders}
     unevaluated = [m for folder, m in entries.items() if folder not in summarized]
-    if not models and not unevaluated:
+    if not models and not any(entry.status == "failed" for entry in unevaluated):
         raise InputError(
             f"{run_dir} has no summaries to export yet "
             f"(write them with: bat eval.summarize --run {run_dir.name})"
