@@ -348,3 +348,46 @@ def test_any_agent_text_makes_a_valid_junit_file(made, text):
         assert "answer: " + expected.replace("\n", "\n  ") in case.findtext("system-out")
     failure = root.find("./testsuite/testcase[@name='agent-err']/failure")
     assert "\n" not in failure.get("message")
+
+
+def test_a_model_that_could_not_be_evaluated_is_an_error_case(tmp_path, bat, home):
+    tasks = [{"id": "t", "turns": ["hi"], "expected": {"output_must_contain": ["echo: hi"]}}]
+    project = make_project(tmp_path / "p", tasks, agent_env={"EXIT_ON_START": "1"})
+    assert bat("eval.run", cwd=project).code != 0
+    junit, md, doc = tmp_path / "j.xml", tmp_path / "s.md", tmp_path / "e.json"
+    result = bat(
+        "eval.export", "--to", f"junit:{junit}", "--to", f"markdown:{md}", "--to", f"json:{doc}",
+        cwd=project,
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    SCHEMA.validate(str(junit))
+    (suite,) = list(JUnitXml.fromfile(str(junit)))
+    (case,) = list(suite)
+    (error,) = case.result
+    assert isinstance(error, Error) and error.type == "model_not_evaluated"
+    assert "the agent exited with status 4 before it was ready" in error.message
+    assert "| agent-default | – | not evaluated: the agent exited" in md.read_text()
+    (model,) = json.loads(doc.read_text())["models"]
+    assert model["status"] == "failed" and model["totals"] is None
+
+
+def test_a_bat_cli_run_folder_exports_too(made, tmp_path):
+    folder = REPO / "tests" / "data" / "bat-cli-2026.10" / "run-echo" / "20261201_033105"
+    junit, rows, md = tmp_path / "j.xml", tmp_path / "e.csv", tmp_path / "s.md"
+    args = ["--run", str(folder), "--to", f"junit:{junit}", "--to", f"csv:{rows}"]
+    result = export(made, *args, "--to", f"markdown:{md}")
+    assert result.code == 0, result.err
+    SCHEMA.validate(str(junit))
+    (suite,) = list(JUnitXml.fromfile(str(junit)))
+    assert (suite.name, suite.tests, suite.failures, suite.errors) == (
+        "openai:echo-model",
+        4,
+        1,
+        0,
+    )
+    failed = [case for case in suite if not case.is_passed]
+    assert [case.name for case in failed] == ["t09"]
+    assert "missing 'never present'" in failed[0].result[0].message
+    with rows.open(newline="", encoding="utf-8") as handle:
+        assert len(list(csv.DictReader(handle))) == 20
+    assert "could not be read" not in md.read_text(encoding="utf-8")

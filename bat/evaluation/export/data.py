@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.errors import InputError
-from bat.evaluation.log import layout, store
+from bat.evaluation.log import batcli, layout, store
 from bat.evaluation.log.episode import EpisodeResult
 from bat.evaluation.log.run import ModelEntry, RunRecord, read_run
 from bat.evaluation.log.summary import EpisodeRow, Metrics, Summary, TaskSummary
@@ -108,9 +108,9 @@ def load_run(run_dir: Path) -> RunData:
     for folder in folders:
         results = store.read_results(folder)
         entry = entries.get(folder.resolve())
+        read = batcli.episodes if batcli.is_model_folder(folder) else store.episodes
         episodes = {
-            (episode.task_id, episode.attempt): episode
-            for _, episode in store.episodes(folder, unreadable)
+            (episode.task_id, episode.attempt): episode for _, episode in read(folder, unreadable)
         }
         label = entry.label if entry else results.summary.model
         models.append(ModelData(label, folder, results.summary, results.metrics, entry, episodes))
