@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from junitparser import Error, Failure, JUnitXml
 
+from bat.evaluation.export.csv_rows import FORMULA_STARTS, safe_cell
 from tests.conftest import REPO, run_bat
 from tests.evalkit import episodes, make_project, run_dirs, summary
 
@@ -322,6 +323,13 @@ def test_export_run_is_callable_from_python(made, tmp_path):
     written = export_run(run_dir, ["csv:" + str(tmp_path / "a.csv")], say=heard.append)
     assert written == [tmp_path / "a.csv"] and heard == [f"Wrote {tmp_path / 'a.csv'}"]
     assert parse_target("junit:c:/x.xml") == Target("junit", Path("c:/x.xml"))
+
+
+@given(text=st.text(max_size=40))
+def test_no_csv_cell_can_start_a_formula(text):
+    cell = safe_cell(text)
+    assert not cell.startswith(FORMULA_STARTS)
+    assert cell == text or (cell == "'" + text and text.startswith(FORMULA_STARTS))
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
