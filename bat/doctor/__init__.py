@@ -55,7 +55,15 @@ def run_doctor(options: Options) -> list[Check]:
         ("python", basics.python_check),
         ("bat", basics.bat_check),
         ("uv", basics.uv_check),
-        ("uv python", partial(basics.uv_python_check, found.uv_env(), found.uv_cwd())),
+        (
+            "uv python",
+            partial(
+                basics.uv_python_check,
+                found.uv_env(),
+                found.uv_cwd(),
+                required=found.needs_uv_python(),
+            ),
+        ),
         *project.plan(found),
         *images.plan(options),
         ("exporters", basics.exporters_check),

@@ -56,7 +56,7 @@ def uv_check() -> Check:
     return passed("uv", found)
 
 
-def uv_python_check(env: Mapping[str, str], cwd: Path | None) -> Check:
+def uv_python_check(env: Mapping[str, str], cwd: Path | None, *, required: bool = True) -> Check:
     """A Python >= 3.12 that uv can use *without downloading one*.
 
     uv fetches a missing interpreter from the internet by default; offline (a CI runner,
@@ -68,12 +68,16 @@ def uv_python_check(env: Mapping[str, str], cwd: Path | None) -> Check:
 
     uv = find_uv()
     name = "uv python"
+
+    def fail(detail: str, fix: str) -> Check:  # a warning when nothing here starts uv
+        return failed(name, detail, fix, required=required)
+
     fix = (
         "install a Python >= 3.12 (e.g. apt install python3.12, pyenv install 3.12) and "
         "point UV_PYTHON at it (in the shell or the agent's .env)"
     )
     if uv is None:
-        return failed(name, "no uv to ask (see the uv check)", fix)
+        return fail("no uv to ask (see the uv check)", fix)
     wanted = (env.get("UV_PYTHON") or "").strip()
     request = wanted or ">=3.12"
     full_env = {**env, "UV_PYTHON_DOWNLOADS": "never", "NO_COLOR": "1"}
@@ -90,21 +94,20 @@ def uv_python_check(env: Mapping[str, str], cwd: Path | None) -> Check:
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return failed(name, f"uv took more than {UV_TIMEOUT_S:g} s to find {request}", fix)
+        return fail(f"uv took more than {UV_TIMEOUT_S:g} s to find {request}", fix)
     except OSError as exc:
-        return failed(name, f"cannot run {uv}: {exc.strerror or exc}", fix)
+        return fail(f"cannot run {uv}: {exc.strerror or exc}", fix)
     source = f"UV_PYTHON={wanted}" if wanted else "'>=3.12'"
     if proc.returncode != 0 or not proc.stdout.strip():
         reason = _first_error_line(proc.stderr) or f"exit status {proc.returncode}"
-        return failed(name, f"uv finds no Python for {source} without downloading: {reason}", fix)
+        return fail(f"uv finds no Python for {source} without downloading: {reason}", fix)
     path = proc.stdout.strip().splitlines()[-1]
     version = _version_of(path, full_env)
     if version is None:
-        return failed(name, f"uv found {path} for {source}, but it does not run", fix)
+        return fail(f"uv found {path} for {source}, but it does not run", fix)
     shown = ".".join(map(str, version))
     if version < MINIMUM_AGENT_PYTHON:
-        return failed(
-            name,
+        return fail(
             f"uv would use Python {shown} ({path}) for {source}; bat-adk agents need >= 3.12",
             fix,
         )

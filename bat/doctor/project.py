@@ -88,6 +88,16 @@ class Project:
             return self.agent_env
         return dict(os.environ)
 
+    def needs_uv_python(self) -> bool:
+        """Whether a Python for uv is required here: the agent bat starts runs through
+        uv (the default ``uv run .``), or this is an agent project (``uv run .`` is how
+        it starts). An evaluation that starts its agent otherwise, or starts none, only
+        warns."""
+        if self.starts_agent:
+            command = self.resolved.evaluation.agent.command.split()  # type: ignore[union-attr]
+            return bool(command) and Path(command[0]).name in ("uv", "uvx")
+        return self.resolved is None
+
     def uv_cwd(self) -> Path | None:
         return self.root if self.is_agent else None
 

@@ -129,7 +129,7 @@ def show(c: Context, json: bool = False) -> None:
 
 @command(
     optional=["resume"],
-    iterable=["task", "tag", "exclude_tag", "gate"],
+    iterable=["task", "tag", "exclude_tag", "gate", "export"],
     help={
         "resume": "Run only the episodes missing from RUN (default: the latest run).",
         "retry_infra": "Also run again the episodes that failed for infrastructure reasons "
@@ -142,6 +142,7 @@ def show(c: Context, json: bool = False) -> None:
         "gate": "A gate, 'FIGURE OP NUMBER' (repeatable), beside eval.yaml's gates.",
         "baseline": "Gate on no significant regression against this run.",
         "max_drop": "With --baseline: the largest pass-rate drop allowed (0.05 = 5 points).",
+        "export": "NAME:PATH, repeatable: export the run at its end (as eval.export --to).",
     },
 )
 def run(
@@ -156,15 +157,17 @@ def run(
     gate: list[str] | None = None,
     baseline: str | None = None,
     max_drop: str | None = None,
+    export: list[str] | None = None,
 ) -> None:
     """Run the dataset k times per model against the live agent, then judge, summarize, gate.
 
     Chain: start the agent (per model; restarted if it dies) -> episodes -> stop it ->
-    eval.judge -> eval.summarize -> eval.gate -> eval.plot -> conclude. Each episode is
-    written to the run directory as it ends; Ctrl-C keeps them, and --resume finishes the
-    run. Exit status 1 when a gate failed, 3 when the numbers are incomplete
+    eval.judge -> eval.summarize -> eval.gate -> eval.plot -> eval.export -> conclude.
+    Each episode is written to the run directory as it ends; Ctrl-C keeps them, and
+    --resume finishes the run. Exit status 1 when a gate failed, 3 when the numbers are incomplete
     (infrastructure failures over the budget, or a model could not be evaluated).
     """
+    from bat.evaluation.export import parse_target
     from bat.evaluation.gate_specs import command_line_gates
     from bat.evaluation.pipeline import run_evaluation
     from bat.evaluation.selection import Selection
@@ -175,6 +178,7 @@ def run(
         _check_run(baseline, "--baseline")
     selection = Selection.of(task, tag, exclude_tag, _number(limit, "--limit", int))
     cli_gates = command_line_gates(gate or [], baseline, _number(max_drop, "--max-drop"))
+    exports = [parse_target(spec) for spec in export or []]  # a bad one before any episode
     resolved = _config(c)
     if dry_run:
         from bat.evaluation.show import plan
@@ -183,6 +187,7 @@ def run(
         print(plan(resolved, selection, [*resolved.config.gates, *cli_gates]))
         return
     c.config.eval.gates = [spec.model_dump(mode="json") for spec in cli_gates]
+    c.config.eval.exports = [f"{target.name}:{target.path}" for target in exports]
     report = run_evaluation(
         resolved,
         resume=resume if resume not in ("", None) else None,
@@ -409,6 +414,33 @@ def _dry(c: Context) -> bool:
     return bool(setting(c, None, "eval.dry_run", False))
 
 
+@command(
+    iterable=["to"],
+    help={
+        "run": "Run directory or run id (default: the latest run).",
+        "to": "NAME:PATH, repeatable: junit, csv, markdown, json, or a plugin's exporter.",
+    },
+)
+def export(c: Context, run: str | None = None, to: list[str] | None = None) -> None:
+    """Export a run for other tools: --to junit:report.xml --to markdown:summary.md ...
+
+    One file per --to (parent folders made). Markdown is also appended to
+    $GITHUB_STEP_SUMMARY when that is set. More formats come from plugins (the
+    'bat.exporters' entry-point group): see docs/exporters.md.
+    """
+    from bat.evaluation.export import export_run, parse_target
+
+    if _dry(c):
+        return
+    chained = setting(c, None, "eval.chained", False)
+    if chained and not to:  # after eval.run: its --export values, if any
+        to = setting(c, None, "eval.exports", None) or []
+        if not to:
+            return
+    targets = [parse_target(spec) for spec in to or []]  # a bad --to before any run is read
+    export_run(_stage_run(c, run, batcli=True), targets)
+
+
 def _check_run(reference: str, source: str) -> None:
     from bat.scaffold.names import check_run_reference
 
@@ -429,11 +461,11 @@ def _output_dir_or_cwd(c: Context):
 
 # Invoke runs each task once, where it first appears in the expanded chain: judge.post
 # must hold the whole tail in order, or its own plot would come before eval.run's gate.
-_AFTER_JUDGE = [summarize, gate, plot, conclude]
+_AFTER_JUDGE = [summarize, gate, plot, export, conclude]
 judge.post = list(_AFTER_JUDGE)
 run.post = [judge, *_AFTER_JUDGE]
 
 ns = Collection("eval")
-for _task in (init, schema, show, run, judge, summarize, gate, verdict, plot, compare):
+for _task in (init, schema, show, run, judge, summarize, gate, verdict, plot, compare, export):
     ns.add_task(_task)
 ns.configure({"eval": dict(DEFAULTS)})
