@@ -385,6 +385,9 @@ def summarize_run(run_dir: Path, *, say: Say = print) -> list[Path]:
     record = rundir.read_run(run_dir)
     rundir.model_dirs(run_dir)  # every models[].dir checked before anything is written
     written = []
+    if record.selection:
+        chosen = Selection.from_record(record.selection)
+        say(f"{len(record.tasks)} of {record.selection.get('of', '?')} tasks ({chosen.flags()})")
     for model in record.models:
         summary = summarize_model(run_dir, model, record)
         if summary is not None:
