@@ -16,6 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import xmlschema
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from junitparser import Error, Failure, JUnitXml
@@ -153,24 +154,32 @@ def test_markdown_is_appended_to_the_github_step_summary(made, tmp_path):
 
 
 def test_gates_json_is_shown_in_markdown_and_json(made, tmp_path):
-    _, run_dir, _ = made
+    project, run_dir, home = made
     copy = tmp_path / run_dir.name
     shutil.copytree(run_dir, copy)
-    gates = {
-        "passed": False,
-        "gates": [
-            {"name": "pass_hat_2", "value": 0.4, "threshold": 0.8, "op": ">=", "passed": False},
-            {"name": "infra|rate", "value": 0.2, "threshold": 0.5, "op": "<=", "passed": True},
-        ],
-    }
-    (copy / "gates.json").write_text(json.dumps(gates), encoding="utf-8")
+    config = yaml.safe_load((project / "eval/eval.yaml").read_text())
+    config["gates"] = [
+        {"name": "infra|<rate>", "gate": "infra_failures <= 5"},
+        {"gate": "pass_hat_2 >= 0.8", "tasks": ["*-me"]},
+    ]
+    gated = tmp_path / "gated.yaml"
+    gated.write_text(yaml.safe_dump(config))
+    env = {"HOME": str(home), "BAT_EVAL_FILE": str(gated)}
+    result = run_bat("eval.gate", "--run", str(copy), cwd=project, env=env)
+    assert result.code == 3, result.err  # the hang: the gates are written, not trusted
+    gates = json.loads((copy / "gates.json").read_text(encoding="utf-8"))
+    assert [g["passed"] for g in gates["gates"]] == [True, False]
     md, doc = tmp_path / "s.md", tmp_path / "e.json"
     result = export(made, "--run", str(copy), "--to", f"markdown:{md}", "--to", f"json:{doc}")
     assert result.code == 0, result.err
     text = md.read_text(encoding="utf-8")
     assert "### Gates: ✗ a gate failed" in text
-    assert "| pass_hat_2 | 0.4 | >= 0.8 | ✗ |" in text
-    assert "| infra\\|rate | 0.2 | &lt;= 0.5 | ✓ |" in text  # no HTML tag can open
+    failed = gates["gates"][1]
+    assert (
+        f"| ✗ | pass_hat_2 >= 0.8 | agent-default | {failed['value']:.4g} | >= 0.8 "
+        f"| {failed['detail']} |"
+    ) in text
+    assert "| ✓ | infra\\|&lt;rate> | agent-default | 2 | &lt;= 5 |  |" in text  # no tag opens
     assert json.loads(doc.read_text(encoding="utf-8"))["gates"] == gates
 
 

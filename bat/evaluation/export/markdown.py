@@ -89,16 +89,20 @@ def render(run: RunData) -> str:
 def _gates(gates: dict[str, Any]) -> list[str]:
     held = gates.get("passed")
     headline = "✓ every gate held" if held else "✗ a gate failed" if held is False else "gates"
-    lines = [f"### Gates: {headline}", "", "| Gate | Value | Threshold | |"]
-    lines.append("| --- | ---: | --- | :---: |")
+    lines = [f"### Gates: {headline}", "", "| | Gate | Model | Value | Threshold | Why it failed |"]
+    lines.append("| :---: | --- | --- | ---: | --- | --- |")
     for gate in gates.get("gates") or []:
         if not isinstance(gate, dict):
             continue
         mark = "✓" if gate.get("passed") else "✗"
-        threshold = f"{gate.get('op') or ''} {_number(gate.get('threshold'))}".strip()
+        if gate.get("threshold") is None:
+            threshold = "no regression"
+        else:
+            threshold = f"{gate.get('op') or ''} {_number(gate.get('threshold'))}".strip()
+        why = "" if gate.get("passed") else gate.get("detail") or ""
         lines.append(
-            f"| {cell(gate.get('name'))} | {cell(_number(gate.get('value')))} "
-            f"| {cell(threshold)} | {mark} |"
+            f"| {mark} | {cell(gate.get('name'))} | {cell(gate.get('model') or '')} "
+            f"| {cell(_number(gate.get('value')))} | {cell(threshold)} | {cell(why)} |"
         )
     return [*lines, ""]
 
