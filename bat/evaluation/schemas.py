@@ -57,6 +57,7 @@ SCHEMAS: dict[str, Entry] = {
     "scores": Entry("bat.evaluation.log.episode:JudgeScores", "serialization", "bat judge scores", "the judges' scores of one episode: the episode file's scores key"),  # noqa: E501
     layout.SUMMARY_FILE: Entry("bat.evaluation.log.summary:Summary", "serialization", "bat summary.json", "one model of a run, per task: <model>/summary.json (bat.summary/2)"),  # noqa: E501
     layout.METRICS_FILE: Entry("bat.evaluation.log.summary:Metrics", "serialization", "bat metrics.json", "one model of a run, per episode and in total: <model>/metrics.json (bat.metrics/2)"),  # noqa: E501
+    layout.CARD_FILE: Entry("bat.evaluation.log.card:Card", "serialization", "bat card.json", "the benchmark card of a run: what exactly was measured, <run-id>/card.json (bat.card/1)"),  # noqa: E501
 }
 # fmt: on
 

@@ -262,15 +262,19 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
 def compare(c: Context, a: str, b: str, json: bool = False) -> None:
     """Compare two runs or models: per-task pass-rate change, flipped tasks, McNemar's p."""
     import json as json_module
+    import sys
 
+    from bat.evaluation.compare import card_warnings, render, resolve_side
     from bat.evaluation.compare import compare as compare_sides
-    from bat.evaluation.compare import render, resolve_side
 
     _check_run(a, "-a")
     _check_run(b, "-b")
     output_dir = _output_dir_or_cwd(c)
-    result = compare_sides(resolve_side(a, output_dir), resolve_side(b, output_dir))
+    side_a, side_b = resolve_side(a, output_dir), resolve_side(b, output_dir)
+    result = compare_sides(side_a, side_b)
     print(json_module.dumps(result, indent=2) if json else render(result))
+    for line in card_warnings(side_a, side_b):  # what makes the two not comparable
+        print(f"warning: {line}", file=sys.stderr)
 
 
 def _check_run(reference: str, source: str) -> None:

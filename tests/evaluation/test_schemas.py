@@ -60,6 +60,7 @@ def test_registry_names():
         "scores",
         "summary.json",
         "metrics.json",
+        "card.json",
     ]
     for entry in SCHEMAS.values():
         assert entry.mode in ("validation", "serialization") and entry.description
