@@ -308,7 +308,7 @@ def test_eval_schema_of_an_unknown_name_is_one_line_and_exit_2(bat, tmp_path, ho
     assert result.code == 2 and result.out == ""
     assert result.err.splitlines() == [
         "bat: error: no schema named 'run.yaml' (names: eval.yaml, tasks.json, run.json, "
-        "episode, scores, summary.json, metrics.json)"
+        "episode, scores, summary.json, metrics.json, card.json)"
     ]
 
 
