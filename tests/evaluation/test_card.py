@@ -76,6 +76,7 @@ def test_the_card_records_what_the_run_measured(tmp_path, bat, home):
     assert result.code == 0, result.err
     (run_dir,) = run_dirs(project)
     text = (run_dir / "card.json").read_text()
+    assert (run_dir / "card.json").stat().st_mode & 0o777 == 0o600  # private, as run.json
     card = json.loads(text)
     jsonschema.Draft202012Validator(schema("card.json")).validate(card)
 
