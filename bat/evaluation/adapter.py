@@ -107,6 +107,7 @@ class A2ASession:
         self.concurrency = concurrency
         self.card_timeout_s = card_timeout_s
         self.card: Any = None
+        self.card_document: dict[str, Any] | None = None  # the card's JSON, as served
         self.binding: str | None = None  # e.g. "HTTP+JSON 1.0", for the run record
         # Requests sent again on a fresh connection after one broke before any reply.
         self.requests_resent = 0
@@ -118,7 +119,7 @@ class A2ASession:
     async def __aenter__(self) -> A2ASession:
         import httpx
 
-        from bat.evaluation.agent_card import fetch_card, prepare
+        from bat.evaluation.agent_card import fetch_card_document, prepare
 
         size = self.concurrency + 4
         # No read timeout here: a turn is bounded by the runner's per-turn timeout.
@@ -132,7 +133,7 @@ class A2ASession:
         self._fresh_http = httpx.AsyncClient(limits=fresh, timeout=timeout, trust_env=False)
         try:
             async with asyncio.timeout(self.card_timeout_s + 5):
-                card = await fetch_card(self._http, self.url)
+                card, document = await fetch_card_document(self._http, self.url)
             bindings = prepare(card, self.url)
             self._client = _client(card, bindings, self._http)
             self._fresh = _client(card, bindings, self._fresh_http)
@@ -143,6 +144,7 @@ class A2ASession:
             await self._close_http()
             raise
         self.card = card
+        self.card_document = document
         # The factory takes the card's first interface it can speak; say which it was.
         chosen = next(i for i in card.supported_interfaces if i.protocol_binding in bindings)
         self.binding = f"{chosen.protocol_binding} {chosen.protocol_version or ''}".strip()

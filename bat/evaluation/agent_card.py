@@ -168,6 +168,15 @@ def card_answers(url: str, timeout_s: float = 2) -> bool:
 
 async def fetch_card(http: Any, url: str) -> Any:
     """The agent card at ``url``, from the first well-known path that has one."""
+    card, _ = await fetch_card_document(http, url)
+    return card
+
+
+async def fetch_card_document(http: Any, url: str) -> tuple[Any, dict[str, Any]]:
+    """The agent card at ``url`` and the JSON object it was read from, as served (for the
+    run's benchmark card)."""
+    import copy
+
     import httpx
     from a2a.client.card_resolver import parse_agent_card
 
@@ -186,7 +195,9 @@ async def fetch_card(http: Any, url: str) -> Any:
             status = response.status_code
             raise OperationError(f"the agent card at {url}{path} answered HTTP {status}")
         try:
-            return parse_agent_card(response.json())
+            document = response.json()
+            served = copy.deepcopy(document) if isinstance(document, dict) else {}
+            return parse_agent_card(document), served
         except Exception as exc:  # JSON or protobuf parse errors, worded by their libraries
             raise OperationError(
                 f"the agent card at {url}{path} cannot be read: {' '.join(str(exc).split())}"

@@ -108,6 +108,27 @@ def compare(a: Path, b: Path) -> dict[str, Any]:
     }
 
 
+def card_warnings(a: Path, b: Path) -> list[str]:
+    """What differs between the benchmark cards of the runs of two model folders, in
+    plain words (see :func:`bat.evaluation.card.comparable`); nothing when both are of
+    one run, or a side has no card (an older run, bat-cli's folders)."""
+    from bat.evaluation.card import comparable
+    from bat.evaluation.log.card import read_card
+
+    run_a, run_b = Path(a).parent, Path(b).parent
+    if not (layout.is_run_folder(run_a) and layout.is_run_folder(run_b)):
+        return []
+    if run_a.resolve() == run_b.resolve():
+        return []
+    try:
+        card_a, card_b = read_card(run_a), read_card(run_b)
+    except InputError as exc:
+        return [f"{exc.message}: the runs' cards are not compared"]
+    if card_a is None or card_b is None:
+        return []
+    return [safe(line) for line in comparable(card_a, card_b)]
+
+
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value for b flips one way and c the other."""
     n = b + c

@@ -17,6 +17,7 @@ from bat.evaluation import secrets
 from bat.evaluation.agent_card import card_answers
 from bat.evaluation.agent_process import AgentProcess, tail
 from bat.evaluation.agent_settings import AgentSettings, read_dotenv, write_config_copy
+from bat.evaluation.card import note_agent_card
 from bat.evaluation.config import ModelSpec, ResolvedConfig
 from bat.evaluation.dataset import Dataset
 from bat.evaluation.log import layout, store
@@ -116,6 +117,7 @@ def run_model(
             record.restarts += runner.restarts
             record.requests_resent += runner.requests_resent
             record.binding = runner.binding or record.binding
+            note_agent_card(run_dir, runner.agent_card)
         progress.finish()
         record.episodes_run += len(work)
         record.status = "completed"

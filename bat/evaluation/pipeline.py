@@ -26,6 +26,7 @@ from pathlib import Path
 from bat.errors import BatError, InputError, Interrupted, OperationError, UsageError
 from bat.evaluation import secrets
 from bat.evaluation.agent_settings import AgentSettings, read_dotenv
+from bat.evaluation.card import finish_card, write_card
 from bat.evaluation.config import ResolvedConfig
 from bat.evaluation.dataset import Dataset, load_dataset
 from bat.evaluation.log import run as rundir
@@ -188,6 +189,7 @@ def run_evaluation(
         rundir.write_run(run_dir, record)
         if not selection.empty:
             say(f"{len(checked.dataset.tasks)} of {total} tasks chosen by {selection.flags()}")
+    write_card(run_dir, resolved, checked.dataset)  # a resumed run keeps its card
     say(f"run {run_dir}")
     errors: list[BatError] = []
     try:
@@ -220,6 +222,8 @@ def _mark(run_dir: Path, records: list[ModelRecord], status: str) -> None:
     the caller's caller (exit 130 all the same).
     """
     rundir.mark_ended(run_dir, status, _entries(records))
+    with contextlib.suppress(OSError, BatError):
+        finish_card(run_dir)
 
 
 def _entries(records: list[ModelRecord]) -> list[dict]:
@@ -276,6 +280,7 @@ def _conclude(
         models=_entries(records),
         infra_failures=infra_total,
     )
+    finish_card(run_dir)
     if status == "failed":
         if len(errors) == 1:  # one model: its own error (with its log), its own exit status
             raise errors[0]

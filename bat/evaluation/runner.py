@@ -85,6 +85,7 @@ class EpisodeRunner:
         self.restarts = 0
         self.requests_resent = 0
         self.binding: str | None = None
+        self.agent_card: dict | None = None  # the card's JSON as first served (card.json)
         self._session: A2ASession | None = None
 
     async def run(self, work: list[Work]) -> None:
@@ -230,6 +231,7 @@ class EpisodeRunner:
             await session.__aenter__()
             self._session = session
             self.binding = session.binding
+            self.agent_card = self.agent_card or session.card_document
         return self._session
 
     async def _disconnect(self) -> None:

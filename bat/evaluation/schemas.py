@@ -59,6 +59,7 @@ SCHEMAS: dict[str, Entry] = {
     layout.METRICS_FILE: Entry("bat.evaluation.log.summary:Metrics", "serialization", "bat metrics.json", "one model of a run, per episode and in total: <model>/metrics.json (bat.metrics/2)"),  # noqa: E501
     layout.GATES_FILE: Entry("bat.evaluation.log.gates:GatesFile", "serialization", "bat gates.json", "what the gates of a run said: <output_dir>/<run-id>/gates.json (bat.gates/1)"),  # noqa: E501
     "export.json": Entry("bat.evaluation.export.json_doc:ExportDocument", "serialization", "bat export.json", "a run in one document: bat eval.export --to json:PATH (bat.export/1)"),  # noqa: E501
+    layout.CARD_FILE: Entry("bat.evaluation.log.card:Card", "serialization", "bat card.json", "the benchmark card of a run: what exactly was measured, <run-id>/card.json (bat.card/1)"),  # noqa: E501
 }
 # fmt: on
 

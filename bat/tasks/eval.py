@@ -377,10 +377,11 @@ def compare(
 ) -> None:
     """Compare two runs or models: per-task pass-rate change, flipped tasks, McNemar's p."""
     import json as json_module
+    import sys
 
     from bat.errors import GateFailed, UsageError
+    from bat.evaluation.compare import card_warnings, regression, render, resolve_side
     from bat.evaluation.compare import compare as compare_sides
-    from bat.evaluation.compare import regression, render, resolve_side
 
     _check_run(a, "-a")
     _check_run(b, "-b")
@@ -388,8 +389,11 @@ def compare(
     drop_allowed = _number(max_drop, "--max-drop")
     if drop_allowed is not None and not fail_on_regression:
         raise UsageError("--max-drop goes with --fail-on-regression")
-    result = compare_sides(resolve_side(a, output_dir), resolve_side(b, output_dir))
+    side_a, side_b = resolve_side(a, output_dir), resolve_side(b, output_dir)
+    result = compare_sides(side_a, side_b)
     print(json_module.dumps(result, indent=2) if json else render(result))
+    for line in card_warnings(side_a, side_b):  # what makes the two not comparable
+        print(f"warning: {line}", file=sys.stderr)
     if fail_on_regression:
         _, regressed, why = regression(result, max_drop=drop_allowed)
         if regressed:

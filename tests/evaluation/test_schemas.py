@@ -62,6 +62,7 @@ def test_registry_names():
         "metrics.json",
         "gates.json",
         "export.json",
+        "card.json",
     ]
     for entry in SCHEMAS.values():
         assert entry.mode in ("validation", "serialization") and entry.description
@@ -309,7 +310,7 @@ def test_eval_schema_of_an_unknown_name_is_one_line_and_exit_2(bat, tmp_path, ho
     assert result.code == 2 and result.out == ""
     assert result.err.splitlines() == [
         "bat: error: no schema named 'run.yaml' (names: eval.yaml, tasks.json, run.json, "
-        "episode, scores, summary.json, metrics.json, gates.json, export.json)"
+        "episode, scores, summary.json, metrics.json, gates.json, export.json, card.json)"
     ]
 
 

@@ -97,6 +97,7 @@ def render_report(
         "tasks_total": len(all_tasks),
         "runs_table": _runs_table(runs),
         "gates": _gates(runs),
+        "benchmark_cards": benchmark_cards(runs),
         "charts": [
             {
                 "name": chart.name,
@@ -165,6 +166,101 @@ def _gates(runs: list[Run]) -> list[dict[str, Any]]:
         found.append({"run_id": gates.run_id, "passed": gates.passed, "rows": rows,
                       "failed": len(gates.failed), "total": len(gates.gates)})  # fmt: skip
     return found
+
+
+# --- benchmark cards ----------------------------------------------------------------------
+
+
+def benchmark_cards(runs: list[Run]) -> list[dict[str, Any]]:
+    """The benchmark card of each run folder the runs belong to (in the runs' order), as
+    rows of text; runs without a card (older ones, bat-cli's) are left out, and a card
+    that cannot be read says so."""
+    import json
+
+    from bat.evaluation.log.card import read_card
+
+    shown: list[dict[str, Any]] = []
+    seen: set[Path] = set()
+    for run in runs:
+        run_dir = run.folder.parent
+        if run_dir.resolve() in seen or not layout.is_run_folder(run_dir):
+            continue
+        seen.add(run_dir.resolve())
+        try:
+            card = read_card(run_dir)
+        except InputError as exc:
+            shown.append({"run_id": run_dir.name, "problem": exc.message})
+            continue
+        if card is None:
+            continue
+        document = card.agent.card
+        shown.append(
+            {
+                "run_id": card.run_id,
+                "problem": None,
+                "summary": f"{card.dataset.tasks} tasks · k={card.k} · bat {card.versions.bat}",
+                "rows": _card_rows(card),
+                "agent_card": json.dumps(document, indent=2, ensure_ascii=False)
+                if document
+                else None,
+            }
+        )
+    return shown
+
+
+def _card_rows(card: Any) -> list[tuple[str, list[str]]]:
+    """The card as (heading, lines) pairs, every value as text."""
+    import shlex
+
+    agent, versions, t, host = card.agent, card.versions, card.timeouts, card.host
+    if agent.git is None:
+        git = "not known (no git, or not a repository)"
+    else:
+        git = agent.git.commit + (" (uncommitted changes)" if agent.git.dirty else " (clean)")
+    adk = f"{versions.bat_adk} ({versions.bat_adk_source})" if versions.bat_adk else "none"
+    models = [
+        f"{m.label}: " + ("/".join(x for x in (m.provider, m.model) if x) or "the agent's own")
+        + (f" at {m.base_url}" if m.base_url else "")
+        for m in card.models
+    ]  # fmt: skip
+    judges = [
+        f"{j.label}: {j.provider}/{j.model}" + (f" at {j.base_url}" if j.base_url else "")
+        + f", rubric {j.rubric_version}, prompt sha256 {j.prompt_sha256[:16]}, "
+        f"timeout {j.timeout_s:g} s, {j.max_retries} retries"
+        for j in card.judges
+    ]  # fmt: skip
+    if not card.qualitative:
+        judges = ["off (evaluation.qualitative: false)"]
+    started = f"{agent.command} (in {agent.root})" if agent.start else "not started by bat"
+    rows: list[tuple[str, str | list[str]]] = [
+        ("run", card.run_id + (f" ({card.run_name})" if card.run_name else "")),
+        ("started / ended", f"{card.started_at} / {card.ended_at or 'not ended'}"),
+        ("dataset", f"{card.dataset.path} · {card.dataset.tasks} tasks"),
+        ("dataset sha256", card.dataset.sha256),
+        ("selection", _selection(card.selection)),
+        ("agent", " ".join(x for x in (agent.name, agent.version) if x) or "unnamed"),
+        ("agent url", agent.url or ""),
+        ("agent command", started),
+        ("agent git commit", git),
+        ("versions", f"bat {versions.bat} · a2a-sdk {versions.a2a_sdk} · bat-adk {adk} · "
+                     f"Python {versions.python}"),
+        ("models", models),
+        ("judges", judges or ["none"]),
+        ("k · concurrency", f"{card.k} · {card.concurrency}"),
+        ("timeouts", f"turn {t.turn_s:g} s · agent start-up {t.agent_startup_s:g} s · "
+                     f"shutdown {t.agent_shutdown_s:g} s"),
+        ("retries", f"agent restarts up to {card.retries.agent_max_restarts} per model"),
+        ("command", shlex.join(card.command)),
+        ("host", f"{host.os} {host.machine} · {host.implementation} {host.python} · "
+                 f"{host.cpu_count} CPUs · {host.platform}"),
+    ]  # fmt: skip
+    return [(key, value if isinstance(value, list) else [value]) for key, value in rows]
+
+
+def _selection(selection: dict[str, Any] | None) -> str:
+    if not selection:
+        return "every task"
+    return "; ".join(f"{key}: {value}" for key, value in selection.items())
 
 
 # --- episodes -----------------------------------------------------------------------------

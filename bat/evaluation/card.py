@@ -1,0 +1,357 @@
+"""The benchmark card of a run: written as the run starts, completed as it ends.
+
+``write_card`` records what the run is about to measure (``card.json``, model in
+:mod:`bat.evaluation.log.card`) and snapshots the dataset's bytes into the run folder
+(``tasks.json``); ``note_agent_card`` adds the A2A card the first model's agent served;
+``finish_card`` adds the end time (and the selection run.json holds). A resumed run
+keeps its card: only the end is updated. ``comparable`` says in plain words what makes
+two runs' numbers not comparable.
+
+Nothing here fails a run for want of context: no git, a folder that is not a
+repository, an agent without bat-adk, each is recorded as null.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import platform
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from bat.atomic import write_bytes_atomic
+from bat.errors import InputError
+from bat.evaluation import secrets
+from bat.evaluation.log import layout
+from bat.evaluation.log import run as rundir
+from bat.evaluation.log.card import (
+    Card,
+    CardAgent,
+    CardDataset,
+    CardGit,
+    CardHost,
+    CardJudge,
+    CardModel,
+    CardRetries,
+    CardTimeouts,
+    CardVersions,
+    read_card,
+    write_card_file,
+)
+
+GIT_TIMEOUT_S = 5
+MAX_LOCK_BYTES = 50_000_000
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+")
+_BAT_ADK = re.compile(r"^\s*bat[-_.]adk(?![A-Za-z0-9_.-])", re.IGNORECASE)
+
+
+def write_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
+    """Write ``card.json`` and the dataset snapshot for a run that starts; a run that
+    already has its card (a resumed one) keeps it, and its snapshot."""
+    existing = read_card(run_dir)
+    if existing is not None:
+        return existing
+    card = make_card(run_dir, resolved, dataset)
+    if not snapshot_dataset(run_dir, dataset):
+        card.dataset.snapshot = None
+    write_card_file(run_dir, card)
+    return card
+
+
+def snapshot_dataset(run_dir: Path, dataset: Any) -> bool:
+    """The dataset's bytes, as read, into ``tasks.json`` of the run (atomically); False
+    (and nothing written) when the file is gone or no longer holds what was read."""
+    try:
+        data = Path(dataset.path).read_bytes()
+    except OSError:
+        return False
+    if hashlib.sha256(data).hexdigest() != dataset.sha256:
+        return False
+    write_bytes_atomic(layout.tasks_snapshot(run_dir), data)
+    return True
+
+
+def make_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
+    """The card of a run of ``resolved`` over ``dataset`` (nothing written)."""
+    record = rundir.read_run(run_dir)
+    evaluation = resolved.evaluation
+    agent = evaluation.agent
+    found = rundir.versions()
+    adk, adk_source = bat_adk_version(resolved.root)
+    described = _agent_json(resolved.root)
+    return Card(
+        run_id=record.run_id,
+        run_name=record.run_name,
+        started_at=record.started_at,
+        ended_at=None,
+        dataset=CardDataset(
+            path=str(dataset.path), sha256=dataset.sha256, tasks=len(dataset.tasks)
+        ),
+        agent=CardAgent(
+            name=described.get("name"),
+            version=described.get("version"),
+            url=secrets.display_url(resolved.agent_url),
+            start=agent.start,
+            command=agent.command if agent.start else None,
+            root=str(resolved.root),
+            git=git_state(resolved.root, exclude=resolved.output_dir),
+        ),
+        versions=CardVersions(
+            bat=found.get("bat-cli"),
+            a2a_sdk=found.get("a2a-sdk"),
+            bat_adk=adk,
+            bat_adk_source=adk_source,
+            python=found.get("python"),
+        ),
+        models=[_model(resolved, model) for model in resolved.models],
+        judges=[_judge(spec) for spec in resolved.config.judges],
+        qualitative=evaluation.qualitative,
+        k=evaluation.k,
+        concurrency=evaluation.concurrency,
+        timeouts=CardTimeouts(
+            turn_s=evaluation.turn_timeout_s,
+            agent_startup_s=evaluation.agent_startup_timeout_s,
+            agent_shutdown_s=evaluation.agent_shutdown_timeout_s,
+        ),
+        retries=CardRetries(agent_max_restarts=agent.max_restarts),
+        command=command_line(sys.argv),
+        host=host(),
+        selection=record.selection,
+    )
+
+
+def note_agent_card(run_dir: Path, document: dict[str, Any] | None) -> None:
+    """Record the A2A card an agent served, once (the first model's), with the name and
+    version it gives; a run without a card.json is left alone."""
+    if not isinstance(document, dict):
+        return
+    try:
+        card = read_card(run_dir)
+    except InputError:
+        return  # a card.json edited into nonsense is not worth failing the run for
+    if card is None or card.agent.card is not None:
+        return
+    card.agent.card = document
+    for key in ("name", "version"):
+        if isinstance(document.get(key), str) and document[key]:
+            setattr(card.agent, key, document[key])
+    write_card_file(run_dir, card)
+
+
+def finish_card(run_dir: Path) -> None:
+    """The run's end (and its selection) copied from run.json into its card."""
+    try:
+        card = read_card(run_dir)
+        record = rundir.read_run(run_dir)
+    except InputError:
+        return
+    if card is None:
+        return
+    card.ended_at = record.ended_at or rundir.now_iso()
+    card.selection = record.selection
+    write_card_file(run_dir, card)
+
+
+# --- what the card is made of ---------------------------------------------------------------
+
+
+def _model(resolved: Any, model: Any) -> CardModel:
+    return CardModel(
+        label=resolved.model_label(model),
+        provider=model.provider if model else None,
+        model=model.model if model else None,
+        base_url=secrets.display_url(model.base_url) if model else None,
+    )
+
+
+def _judge(spec: Any) -> CardJudge:
+    from bat.evaluation.judging.rubrics import RUBRIC_VERSION, system_prompt
+
+    prompt = system_prompt(spec.prompts).encode("utf-8")
+    return CardJudge(
+        label=spec.label,
+        provider=spec.provider,
+        model=spec.model,
+        base_url=secrets.display_url(spec.base_url),
+        rubric_version=RUBRIC_VERSION,
+        prompt_sha256=hashlib.sha256(prompt).hexdigest(),
+        timeout_s=spec.timeout_s,
+        max_retries=spec.max_retries,
+    )
+
+
+def _agent_json(root: Path) -> dict[str, Any]:
+    """The name and version the project's agent.json gives (none: an empty dict)."""
+    from bat.evaluation.agent_card import read_card_file
+
+    try:
+        described = read_card_file(Path(root) / "agent.json")
+    except InputError:
+        return {}
+    return {k: v for k, v in described.items() if k in ("name", "version") and isinstance(v, str)}
+
+
+def git_state(root: Path, *, exclude: Path | None = None) -> CardGit | None:
+    """The commit checked out in ``root`` and whether anything is uncommitted (the run's
+    own ``exclude`` folder aside: the run must not make its project dirty); None when
+    there is no git or ``root`` is not in a repository."""
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+    commit = _git(root, env, "rev-parse", "--verify", "HEAD")
+    if not commit:
+        return None
+    spec = ["--", "."]
+    if exclude is not None:
+        with contextlib.suppress(ValueError):
+            inside = Path(exclude).resolve().relative_to(Path(root).resolve())
+            if inside.parts:
+                spec.append(f":(exclude){inside.as_posix()}")
+    status = _git(root, env, "status", "--porcelain", *spec)
+    if status is None:
+        return None
+    return CardGit(commit=commit.strip(), dirty=bool(status.strip()))
+
+
+def _git(root: Path, env: dict[str, str], *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def bat_adk_version(root: Path) -> tuple[str | None, str | None]:
+    """The agent's bat-adk: the version its ``uv.lock`` pins, else the requirement its
+    ``pyproject.toml`` states (``bat-adk>=0.3``); ``(None, None)`` when it has none."""
+    import tomllib
+
+    root = Path(root)
+    lock = _toml(root / "uv.lock", tomllib)
+    for package in lock.get("package") or []:
+        if isinstance(package, dict) and package.get("name") == "bat-adk":
+            version = package.get("version")
+            if isinstance(version, str):
+                return version, "uv.lock"
+    project = _toml(root / "pyproject.toml", tomllib).get("project")
+    dependencies = project.get("dependencies") if isinstance(project, dict) else None
+    for requirement in dependencies if isinstance(dependencies, list) else []:
+        if isinstance(requirement, str) and _BAT_ADK.match(requirement):
+            return requirement.strip(), "pyproject.toml"
+    return None, None
+
+
+def _toml(path: Path, tomllib: Any) -> dict[str, Any]:
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_LOCK_BYTES:
+            return {}
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def command_line(argv: list[str]) -> list[str]:
+    """The command line, as it may be written: the program's name only, every secret bat
+    knows of scrubbed, and every URL shown without its credentials."""
+    if not argv:
+        return []
+    shown = [Path(argv[0]).name, *argv[1:]]
+    return [
+        _URL.sub(lambda m: secrets.display_url(m.group(0)) or "", secrets.scrub(a)) for a in shown
+    ]
+
+
+def host() -> CardHost:
+    return CardHost(
+        os=platform.system(),
+        platform=platform.platform(),
+        python=platform.python_version(),
+        implementation=platform.python_implementation(),
+        machine=platform.machine(),
+        cpu_count=os.cpu_count(),
+    )
+
+
+# --- comparing two cards --------------------------------------------------------------------
+
+
+def comparable(a: Card, b: Card) -> list[str]:
+    """What differs between two runs' cards that makes their numbers not comparable,
+    each in plain words (empty: comparable)."""
+    found: list[str] = []
+
+    def differs(what: str, left: Any, right: Any) -> None:
+        if left != right:
+            found.append(f"{what}: {_shown(left)} in {a.run_id}, {_shown(right)} in {b.run_id}")
+
+    if a.dataset.sha256 != b.dataset.sha256:
+        found.append(
+            f"the datasets differ (sha256 {a.dataset.sha256[:12]} in {a.run_id}, "
+            f"{b.dataset.sha256[:12]} in {b.run_id})"
+        )
+    differs("the selection of tasks differs", a.selection, b.selection)
+    differs("k differs", a.k, b.k)
+    differs("the models differ", _models(a), _models(b))
+    differs("the judges differ", _judges(a), _judges(b))
+    differs("the timeouts differ", _timeouts(a), _timeouts(b))
+    differs("the bat version differs", a.versions.bat, b.versions.bat)
+    differs("the agent version differs", a.agent.version, b.agent.version)
+    commit_a = a.agent.git.commit[:12] if a.agent.git else None
+    commit_b = b.agent.git.commit[:12] if b.agent.git else None
+    differs("the agent's git commit differs", commit_a, commit_b)
+    for card in (a, b):
+        if card.agent.git is not None and card.agent.git.dirty:
+            found.append(
+                f"the agent of {card.run_id} had uncommitted changes: what ran is not "
+                "what its commit holds"
+            )
+    return found
+
+
+def _models(card: Card) -> list[str]:
+    return [
+        "/".join(str(part) for part in (m.provider, m.model) if part) + _at(m.base_url) or m.label
+        for m in card.models
+    ]
+
+
+def _judges(card: Card) -> list[str]:
+    return (
+        [
+            f"{j.provider}/{j.model}{_at(j.base_url)} (rubric {j.rubric_version}, "
+            f"prompt {j.prompt_sha256[:12]})"
+            for j in card.judges
+        ]
+        if card.qualitative
+        else []
+    )
+
+
+def _timeouts(card: Card) -> str:
+    t = card.timeouts
+    return (
+        f"turn {t.turn_s:g} s, startup {t.agent_startup_s:g} s, shutdown {t.agent_shutdown_s:g} s"
+    )
+
+
+def _at(url: str | None) -> str:
+    return f" at {url}" if url else ""
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "none"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
+    return str(value)
