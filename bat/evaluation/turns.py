@@ -78,8 +78,28 @@ def compile_turns(turns: Sequence[str]) -> tuple[Any, ...] | None:
     every turn is plain. The turns must have passed :func:`check_turns`."""
     if not any(is_template(text) for text in turns):
         return None
-    env = environment()
-    return tuple(env.from_string(text) if is_template(text) else None for text in turns)
+    return tuple(_compiled(text) if is_template(text) else None for text in turns)
+
+
+def _compiled(text: str) -> Any:
+    """The compiled template of ``text``; one that cannot compile (which the check
+    should have refused) fails when it is rendered, as a :class:`RenderError`."""
+    from jinja2 import TemplateError
+
+    try:
+        return environment().from_string(text)
+    except TemplateError as exc:
+        return _Broken(_one_line(exc))
+
+
+class _Broken:
+    """A template that did not compile: rendering it raises :class:`RenderError`."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def render(self, context: Any) -> str:
+        raise RenderError(self.reason)
 
 
 class TurnView:
@@ -152,6 +172,13 @@ def _problem(text: str, index: int) -> str | None:
         where = f" (line {exc.lineno})" if text.count("\n") and exc.lineno else ""
         return f"template syntax error{where}: {_one_line(exc.message or str(exc))}"
 
+    for node in tree.find_all((nodes.Extends, nodes.Include, nodes.Import, nodes.FromImport)):
+        return f"template syntax error (line {node.lineno}): a turn cannot load other templates"
+    for node in tree.find_all((nodes.Filter, nodes.Test)):
+        known = env.filters if isinstance(node, nodes.Filter) else env.tests
+        if node.name not in known:
+            kind = "filter" if isinstance(node, nodes.Filter) else "test"
+            return f"{_quote(text, node.name)}: there is no {kind} named {node.name!r}"
     # Attributes beginning with '_' are Python's insides ('{{ "".__class__ }}').
     for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
         name = node.attr if isinstance(node, nodes.Getattr) else _const(node.arg)

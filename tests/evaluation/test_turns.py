@@ -130,6 +130,9 @@ def test_the_sandbox_refuses_python_insides_and_huge_values_at_render(source):
         (["a", "{% if prev.output %}"], "turn 2: template syntax error"),
         (["a", "{{ ''.__class__ }}"], "'__class__' is not allowed"),
         (["a", "{{ prev.output['__len__'] }}"], "'__len__' is not allowed"),
+        (["a", "{{ prev.output | shout }}"], "there is no filter named 'shout'"),
+        (["a", "{% if prev.output is loud %}!{% endif %}"], "there is no test named 'loud'"),
+        (["a", "{% include 'other.txt' %}"], "a turn cannot load other templates"),
     ],
 )
 def test_each_wrong_template_is_refused_with_its_turn(turns, message):
@@ -206,3 +209,24 @@ def test_a_run_sends_the_rendered_turn_and_records_it(tmp_path, bat, home):
     first_events = [e for e in repeat["trace"]["events"] if e.get("user_input")]
     assert [e["user_input"] for e in first_events] == sent
     assert summary(run_dir)["totals"]["passed"] == 2
+
+
+def test_a_template_that_fails_at_run_time_is_an_infrastructure_failure(tmp_path, bat, home):
+    """Passes the check (the index is computed), fails when rendered: the harness's
+    failure (kind ``template``), the turn is never sent, and the run exits 3."""
+    tasks = [
+        {"id": "computed", "turns": ["hello", "{{ turns[turns | length].output }}"]},
+        {"id": "fine", "turns": ["hello"], "expected": {"output_must_contain": ["echo"]}},
+    ]
+    project = make_project(tmp_path, tasks)
+    result = bat("eval.run", cwd=project)
+    assert result.code == 3, result.out + result.err
+    assert "Traceback" not in result.err
+    (run_dir,) = run_dirs(project)
+    found = {e["task_id"]: e for e in episodes(run_dir).values()}
+    infra = found["computed"]["infra_error"]
+    assert infra["kind"] == "template"
+    assert infra["message"].startswith("turn 2 could not be made from its template: ")
+    assert [t["input"] for t in found["computed"]["trace"]["turns"]] == ["hello"]
+    assert found["computed"]["agent_error"] is None
+    assert found["fine"]["verdict"]["passed"] and found["fine"]["infra_error"] is None
