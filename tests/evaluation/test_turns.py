@@ -55,6 +55,14 @@ def test_filters_conditions_and_loops_work():
     assert rendered(turns, 2, records) == "Y;ok;[x][y];2"
 
 
+def test_raw_sends_template_markers_as_written():
+    turns = ["a", "{% raw %}Explain {{ name }} and {% if %}{% endraw %} to {{ prev.output }}"]
+    check_turns(turns)
+    assert rendered(turns, 1, done(("a", "completed", "me"))) == (
+        "Explain {{ name }} and {% if %} to me"
+    )
+
+
 def test_a_task_of_plain_turns_has_no_templates_and_compiles_once():
     plain = TaskSpec(id="p", turns=["hello", "no braces {here}"])
     assert plain.turn_templates is None
