@@ -8,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bat.evaluation.dataset import TaskSpec
+from bat.evaluation.judging.rubrics import build_prompt
+from bat.evaluation.log.episode import EpisodeResult, EpisodeTrace, TurnRecord
 from bat.evaluation.turns import (
     RenderError,
     TemplateProblem,
@@ -83,6 +85,14 @@ def test_plain_text_is_never_a_template_and_is_kept_as_written(texts):
 
 
 @settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(), min_size=1, max_size=3))
+def test_plain_turns_beside_a_template_are_not_compiled(texts):
+    texts = [t for t in texts if not is_template(t)] or ["plain"]
+    templates = TaskSpec(id="m", turns=[*texts, "{{ prev.output }}"]).turn_templates
+    assert templates[:-1] == (None,) * len(texts) and templates[-1] is not None
+
+
+@settings(max_examples=200, deadline=None)
 @given(st.text())
 def test_text_without_markers_renders_to_itself_if_forced_through_jinja(text):
     """The written text of a templated turn is kept as written, but for its line breaks:
@@ -110,6 +120,27 @@ def test_a_render_failure_is_one_line_and_not_the_agents():
 def test_the_sandbox_refuses_python_insides_and_huge_values_at_render(source):
     with pytest.raises(RenderError):
         render_turn(environment().from_string(source), done(("a", "completed", "x")))
+
+
+def test_the_judge_sees_the_rendered_turn():
+    task = TaskSpec(id="t", turns=["Name a colour", "Why {{ prev.output }}?", "And then?"])
+    records = [
+        TurnRecord(input="Name a colour", status="completed", output="blue"),
+        TurnRecord(input="Why blue?", status="completed", output="calm"),
+    ]
+    result = EpisodeResult(
+        task_id="t",
+        attempt=1,
+        model="m",
+        status="completed",
+        final_output="calm",
+        trace=EpisodeTrace(context_id="c", turns=records),
+        started_at="2024-01-01T00:00:00Z",
+        ended_at="2024-01-01T00:00:01Z",
+    )
+    prompt = build_prompt(result, task).user
+    assert '"Why blue?"' in prompt and "prev.output" not in prompt
+    assert '"And then?"' in prompt  # a turn never reached is shown as written
 
 
 # -- checking on load ------------------------------------------------------------------
