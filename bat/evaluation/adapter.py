@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,8 +162,16 @@ class A2ASession:
             if http is not None and not http.is_closed:
                 await http.aclose()
 
-    async def run_episode(self, turns: list[str], *, turn_timeout_s: float) -> Observed:
-        """Send ``turns`` in one conversation and record everything that came back."""
+    async def run_episode(
+        self, turns: list[str], *, turn_timeout_s: float, templates: Sequence[Any] | None = None
+    ) -> Observed:
+        """Send ``turns`` in one conversation and record everything that came back.
+
+        ``templates`` (``TaskSpec.turn_templates``) holds the compiled template of each
+        templated turn: such a turn is rendered from the turns done so far just before it
+        is sent, and its record holds the rendered text. A template that fails to render
+        ends the episode before that turn with an infrastructure failure of kind
+        ``template``: the harness could not make the turn, the agent is not to blame."""
         context_id = uuid.uuid4().hex
         trace = EpisodeTrace(context_id=context_id)
         started = time.perf_counter()
@@ -171,6 +180,17 @@ class A2ASession:
         infra: InfraError | None = None
         agent_error: AgentError | None = None
         for index, text in enumerate(turns):
+            if templates is not None and templates[index] is not None:
+                from bat.evaluation.turns import RenderError, render_turn
+
+                try:
+                    text = render_turn(templates[index], trace.turns)
+                except RenderError as exc:
+                    infra = InfraError(
+                        kind="template",
+                        message=f"turn {index + 1} could not be made from its template: {exc}",
+                    )
+                    break
             continue_task = previous.task_id if previous and previous.status in CONTINUED else None
             turn = _Turn()
             record = TurnRecord(input=text, status="working")

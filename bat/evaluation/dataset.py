@@ -227,18 +227,41 @@ class TaskSpec(_Strict):
 
     @field_validator("turns", mode="before")
     @classmethod
-    def _turn_texts(cls, value: Any) -> Any:
+    def _turn_texts(cls, value: Any, info: ValidationInfo) -> Any:
         """A turn is a string, or a mapping with ``content`` (or ``text``/``message``) and
         perhaps ``role: user``. Anything else in it is refused rather than dropped: an
-        ``assistant`` message, or a second text, would silently change the conversation."""
+        ``assistant`` message, or a second text, would silently change the conversation.
+
+        A turn that holds ``{`` may be a template over earlier turns
+        (``bat.evaluation.turns``): it is checked here, and only such a task pays for it."""
         if not isinstance(value, list):
             return value
         texts = []
+        braces = False
         for index, turn in enumerate(value):
             if isinstance(turn, dict):
                 turn = _turn_text(index, turn)
+            braces = braces or (isinstance(turn, str) and "{" in turn)
             texts.append(turn)
+        if braces:
+            from bat.evaluation.turns import TemplateProblem, check_turns
+
+            try:
+                check_turns(texts)
+            except TemplateProblem as exc:
+                task_id = info.data.get("id")
+                named = f"task {str(task_id)[:80]!r}, " if isinstance(task_id, str) else ""
+                raise ValueError(f"{named}{exc}") from None
         return texts
+
+    @functools.cached_property
+    def turn_templates(self) -> tuple[Any, ...] | None:
+        """The compiled template of each turn (``None`` for a plain turn), or ``None`` when
+        every turn is plain: compiled once per task, on first use, from turns the dataset
+        check has passed."""
+        from bat.evaluation.turns import compile_turns
+
+        return compile_turns(self.turns)
 
     @property
     def file_stem(self) -> str:

@@ -160,7 +160,11 @@ class EpisodeRunner:
 
     async def _observe(self, session: A2ASession, item: Work) -> Observed:
         started_at = now_iso()
-        observed = await session.run_episode(item.task.turns, turn_timeout_s=self.turn_timeout_s)
+        observed = await session.run_episode(
+            item.task.turns,
+            turn_timeout_s=self.turn_timeout_s,
+            templates=item.task.turn_templates,
+        )
         observed.started_at = started_at
         return observed
 

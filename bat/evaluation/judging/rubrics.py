@@ -270,7 +270,9 @@ class _View:
     @classmethod
     def of(cls, episode: EpisodeResult, task: TaskSpec | None) -> _View:
         records = episode.trace.turns
-        inputs = list(task.turns) if task is not None else [r.input for r in records]
+        inputs = [r.input for r in records]  # as sent: a templated turn rendered
+        if task is not None:  # and the turns the episode never reached, as written
+            inputs += task.turns[len(inputs) :]
         turns = []
         for index, text in enumerate(inputs):
             turn = _Turn(user=text)

@@ -22,7 +22,8 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field
 EPISODE_SCHEMA = "bat.episode/2"
 OLDER_EPISODE_SCHEMAS = frozenset({"bat.episode/1"})
 # Why the harness could not observe the agent (the number is not to be trusted).
-InfraKind = Literal["unreachable", "timeout", "crash", "protocol", "not_run"]
+# ``template``: a turn's template could not be rendered (bat.evaluation.turns).
+InfraKind = Literal["unreachable", "timeout", "crash", "protocol", "not_run", "template"]
 # Why a reachable agent that answered failed: a closed set a CI script can branch on
 # (belt's tokens, extended where A2A says more). ``bat.evaluation.failures`` classifies.
 AgentErrorKind = Literal[
