@@ -27,7 +27,7 @@ from bat.errors import InputError
 from bat.evaluation.gate_specs import Figure, GateSpec
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
-from bat.evaluation.log.gates import GateResult, GatesFile
+from bat.evaluation.log.gates import GATES_SCHEMA, GateResult, GatesFile
 from bat.evaluation.log.run import RunRecord
 from bat.evaluation.log.summary import EpisodeRow, Metrics, Summary
 from bat.evaluation.metrics import summarize
@@ -78,13 +78,14 @@ def write(run_dir: Path, gates: GatesFile) -> Path:
 
 
 def read(run_dir: Path) -> GatesFile | None:
-    """The run's gates.json, or None when it has none (or one this bat cannot read)."""
+    """The run's gates.json, or None when it has none (or one this bat cannot read: the
+    report shows a run without its gates rather than failing)."""
     path = layout.gates_file(run_dir)
     if not path.is_file():
         return None
     try:
-        return GatesFile.model_validate(store.read_json_object(path))
-    except (InputError, ValueError):
+        return rundir.read_versioned(path, GatesFile, GATES_SCHEMA, "a gates file")
+    except InputError:
         return None
 
 

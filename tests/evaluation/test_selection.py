@@ -42,6 +42,8 @@ def test_each_flag_chooses_and_the_run_records_it(tmp_path):
         "of": 4,
     }
     assert "2 of 4 tasks chosen by --task login-*" in result.out
+    card = json.loads((run_dirs(project)[-1] / "card.json").read_text())
+    assert card["selection"] == run["selection"] and card["dataset"]["tasks"] == 2
     assert [t["task_id"] for t in summary(run_dirs(project)[-1])["attempts"]] == run["tasks"]
     # --tag: all of them; meta.category counts as a tag; --task: any glob.
     assert chosen(project, "--tag", "smoke")[0]["tasks"] == ["login-ok", "search"]

@@ -18,11 +18,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from bat.errors import InputError
 from bat.evaluation import secrets
 from bat.evaluation.log import layout
+from bat.evaluation.log.run import read_versioned
 
 CARD_SCHEMA = "bat.card/1"
 
@@ -152,23 +152,7 @@ def read_card(run_dir: Path) -> Card | None:
     path = layout.card_file(run_dir)
     if not path.is_file():
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path} cannot be read: {exc}") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{path} is malformed: expected a JSON object")
-    if data.get("schema", CARD_SCHEMA) != CARD_SCHEMA:
-        raise InputError(
-            f"{path} has schema {data.get('schema')!r}: not a card this bat can read "
-            f"(it reads {CARD_SCHEMA})"
-        )
-    try:
-        return Card.model_validate(data)
-    except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(part) for part in problem["loc"]) or "the file"
-        raise InputError(f"{path}: {where}: {problem['msg']}") from None
+    return read_versioned(path, Card, CARD_SCHEMA, "a card")
 
 
 def write_card_file(run_dir: Path, card: Card) -> Path:

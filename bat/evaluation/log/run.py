@@ -120,20 +120,25 @@ class RunRecord(BaseModel):
 
 def read_run(run_dir: Path) -> RunRecord:
     """``run.json`` of ``run_dir``; an InputError names the file and the first problem."""
-    path = run_dir / RUN_FILE
+    return read_versioned(run_dir / RUN_FILE, RunRecord, RUN_SCHEMA, "a run")
+
+
+def read_versioned(path: Path, model: type[Any], schema: str, noun: str) -> Any:
+    """One of the run folder's JSON files of ``schema`` (or without a schema key), read
+    as ``model``; an InputError names the file and its first problem."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(f"{path} cannot be read: {exc}") from None
     if not isinstance(data, dict):
         raise InputError(f"{path} is malformed: expected a JSON object")
-    if data.get("schema", RUN_SCHEMA) != RUN_SCHEMA:
+    if data.get("schema", schema) != schema:
         raise InputError(
-            f"{path} has schema {data.get('schema')!r}: not a run this bat can read "
-            f"(it reads {RUN_SCHEMA})"
+            f"{path} has schema {data.get('schema')!r}: not {noun} this bat can read "
+            f"(it reads {schema})"
         )
     try:
-        return RunRecord.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         problem = exc.errors()[0]
         raise InputError(f"{path}: {_where(problem['loc'])}: {problem['msg']}") from None
