@@ -445,6 +445,41 @@ def export(c: Context, run: str | None = None, to: list[str] | None = None) -> N
     export_run(_stage_run(c, run, batcli=True), targets)
 
 
+@command(
+    short={"folder": "f"},
+    help={
+        "folder": "Folder whose sub-folders are runs (default: the evaluation's output_dir).",
+        "port": "Port to serve on (default 8765; 0: any free port).",
+        "host": "Address to listen on (default 127.0.0.1; any other needs a token).",
+        "token": "Token every request must carry (made and printed when --host is not "
+        "loopback and none is given).",
+        "open": "Open the viewer in the browser.",
+    },
+)
+def view(
+    c: Context,
+    folder: str | None = None,
+    port: str | None = None,
+    host: str | None = None,
+    token: str | None = None,
+    open: bool = False,
+) -> None:
+    """Watch runs live and explore their episodes in the browser (reads only).
+
+    Serves every run under --folder: the runs page, each run's task × attempt grid
+    (filled live as episodes end, over Server-Sent Events) and each episode's turns,
+    events, tool calls, verdict and judge scores. Ctrl-C stops it. See docs/view.md.
+    """
+    from pathlib import Path
+
+    from bat.evaluation.view.server import DEFAULT_HOST, DEFAULT_PORT, listen, serve
+
+    base = Path(folder) if folder else _output_dir_or_cwd(c)
+    chosen = _number(port, "--port", int)
+    listening = listen(host or DEFAULT_HOST, DEFAULT_PORT if chosen is None else chosen, token)
+    serve(base, listening, open_browser=open, announce=lambda line: print(line, flush=True))
+
+
 def _check_run(reference: str, source: str) -> None:
     from bat.scaffold.names import check_run_reference
 
@@ -472,4 +507,5 @@ run.post = [judge, *_AFTER_JUDGE]
 ns = Collection("eval")
 for _task in (init, schema, show, run, judge, summarize, gate, verdict, plot, compare, export):
     ns.add_task(_task)
+ns.add_task(view)
 ns.configure({"eval": dict(DEFAULTS)})

@@ -1,0 +1,283 @@
+"""The viewer's Starlette application: :func:`make_app`.
+
+Routes (every one read-only)::
+
+    /                                   the runs page
+    /runs/{run}                         a run: per model counts and the task × attempt grid
+    /runs/{run}/events                  the run's episodes as Server-Sent Events
+    /runs/{run}/episodes/{model}/{file} an episode: turns, events, tools, verdict, judges
+    /runs/{run}/raw/{model}/{file}      the episode file itself (JSON)
+    /static/{file}                      the page's one script and style sheet
+
+Every response carries a strict Content-Security-Policy (scripts and styles from this
+server only, no inline script, nothing from elsewhere). With a token, every request must
+carry it: ``?token=``, ``Authorization: Bearer``, or the cookie set when a page was
+opened with ``?token=`` (so the page's links and its event stream keep working).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections.abc import AsyncIterator
+from http.cookies import SimpleCookie
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import anyio
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from sse_starlette.sse import EventSourceResponse, ServerSentEvent
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from bat.evaluation.log import run as rundir
+from bat.evaluation.view import pages
+from bat.evaluation.view.watch import OUTCOMES, RunWatch
+
+HERE = Path(__file__).parent
+STATIC = {"view.js": "text/javascript", "view.css": "text/css"}
+COOKIE = "bat_view_token"
+CSP = "; ".join(
+    [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+]
+
+
+def make_app(
+    folder: Path,
+    *,
+    token: str | None,
+    poll_s: float = 0.5,
+    ping_s: float = 10.0,
+) -> Starlette:
+    """The viewer of every run under ``folder``; ``token``: required on every request."""
+    folder = Path(folder)
+    templates = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=select_autoescape(["html", "j2"], default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    templates.globals.update(outcomes=OUTCOMES, percent=pages.percent, as_json=pages.as_json)
+    watches: dict[Path, RunWatch] = {}
+
+    def watch_of(run_dir: Path) -> RunWatch:
+        key = run_dir.resolve()
+        if key not in watches:
+            watches[key] = RunWatch(run_dir, interval=poll_s)
+        return watches[key]
+
+    def render(name: str, **values: Any) -> HTMLResponse:
+        return HTMLResponse(templates.get_template(name).render(folder=folder.name, **values))
+
+    def run_of(request: Request) -> Path:
+        found = pages.find_run(folder, request.path_params["run"])
+        if found is None:
+            raise HTTPException(404, "no such run")
+        return found
+
+    def episode_of(request: Request) -> tuple[Path, str, Path]:
+        run_dir = run_of(request)
+        try:
+            record = rundir.read_run(run_dir)
+        except Exception:
+            raise HTTPException(404, "no such run") from None
+        model = pages.find_model(run_dir, record, request.path_params["model"])
+        if model is None:
+            raise HTTPException(404, "no such model")
+        path = pages.find_episode(model[1], request.path_params["file"])
+        if path is None:
+            raise HTTPException(404, "no such episode")
+        return run_dir, request.path_params["model"], path
+
+    async def runs(request: Request) -> Response:
+        signature = await anyio.to_thread.run_sync(pages.runs_signature, folder)
+        shown = await anyio.to_thread.run_sync(pages.runs_page, folder, watch_of)
+        live = any(r.status == "running" for r in shown)
+        return render("runs.html", runs=shown, live=live, signature=signature)
+
+    async def runs_events(request: Request) -> Response:
+        since = request.query_params.get("since", "")
+
+        async def stream() -> AsyncIterator[ServerSentEvent]:
+            while True:
+                now = await anyio.to_thread.run_sync(pages.runs_signature, folder)
+                if now != since:
+                    yield ServerSentEvent(data=json.dumps({"signature": now}), event="changed")
+                    return
+                await asyncio.sleep(max(poll_s, 1.0))
+
+        return EventSourceResponse(stream(), ping=ping_s, headers={"cache-control": "no-store"})
+
+    async def run(request: Request) -> Response:
+        run_dir = run_of(request)
+        watch = watch_of(run_dir)
+        view = await anyio.to_thread.run_sync(lambda: pages.run_view(run_dir, watch, grid=True))
+        # The grid shows the entries numbered below next_event; the stream starts there.
+        return render("run.html", run=view, next_event=view.next_event)
+
+    async def events(request: Request) -> Response:
+        run_dir = run_of(request)
+        watch = watch_of(run_dir)
+        start = _first_wanted(request)
+
+        async def stream() -> AsyncIterator[ServerSentEvent]:
+            nonlocal start
+            while True:
+                status = await anyio.to_thread.run_sync(watch.refresh)
+                if start > watch.count():
+                    start = 0  # ids of another viewer process: send everything again
+                for found in watch.since(start):
+                    yield ServerSentEvent(
+                        data=json.dumps(found.data), event="episode", id=str(found.index)
+                    )
+                    start = found.index + 1
+                if status != "running":
+                    yield ServerSentEvent(data=json.dumps({"status": status}), event="end")
+                    return
+                await asyncio.sleep(poll_s)
+
+        return EventSourceResponse(stream(), ping=ping_s, headers={"cache-control": "no-store"})
+
+    async def episode(request: Request) -> Response:
+        run_dir, model, path = episode_of(request)
+        view = await anyio.to_thread.run_sync(pages.episode_page, run_dir, model, path)
+        return render("episode.html", view=view)
+
+    async def raw(request: Request) -> Response:
+        _, _, path = episode_of(request)
+        data = await anyio.to_thread.run_sync(path.read_bytes)
+        return Response(data, media_type="application/json")
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["file"]
+        if name not in STATIC:
+            raise HTTPException(404, "no such file")
+        return Response((HERE / "static" / name).read_bytes(), media_type=STATIC[name])
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = getattr(exc, "status_code", 500)
+        detail = getattr(exc, "detail", "error")
+        return PlainTextResponse(f"{status}: {detail}", status_code=status)
+
+    app = Starlette(
+        routes=[
+            Route("/", runs),
+            Route("/events", runs_events),
+            Route("/runs/{run}", run),
+            Route("/runs/{run}/events", events),
+            Route("/runs/{run}/episodes/{model}/{file}", episode),
+            Route("/runs/{run}/raw/{model}/{file}", raw),
+            Route("/static/{file}", static),
+        ],
+        exception_handlers={HTTPException: not_found},
+        middleware=[Middleware(Guard, token=token)],
+    )
+    return app
+
+
+def _first_wanted(request: Request) -> int:
+    """The first entry a stream sends: after ``Last-Event-ID`` (a reconnecting client),
+    else ``?from=`` (the page: the entries its grid was drawn from are not sent again)."""
+    last = request.headers.get("last-event-id", "").strip()
+    if last.isdigit():
+        return int(last) + 1
+    given = request.query_params.get("from", "").strip()
+    return int(given) if given.isdigit() else 0
+
+
+class Guard:
+    """Pure ASGI middleware: the token on every request, and the security headers on
+    every response (a streaming one too)."""
+
+    def __init__(self, app: Any, token: str | None) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        set_cookie = False
+        if self.token is not None:
+            given = _tokens(scope)
+            if not any(secrets.compare_digest(t.encode(), self.token.encode()) for t in given):
+                await _refuse(send)
+                return
+            set_cookie = COOKIE not in _cookies(scope)
+
+        async def with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                names = {name.lower() for name, _ in headers}
+                headers += [(n, v) for n, v in SECURITY_HEADERS if n not in names]
+                if set_cookie:
+                    cookie = f"{COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/"
+                    headers.append((b"set-cookie", cookie.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def _tokens(scope: dict) -> list[str]:
+    """Every token a request offers: ``?token=``, ``Authorization: Bearer``, the cookie."""
+    found = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [])
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            kind, _, given = value.decode("latin-1").partition(" ")
+            if kind.lower() == "bearer":
+                found.append(given.strip())
+    cookie = _cookies(scope).get(COOKIE)
+    if cookie:
+        found.append(cookie)
+    return found
+
+
+def _cookies(scope: dict) -> dict[str, str]:
+    jar: SimpleCookie = SimpleCookie()
+    for name, value in scope.get("headers", []):
+        if name == b"cookie":
+            try:
+                jar.load(value.decode("latin-1"))
+            except Exception:
+                continue
+    return {key: morsel.value for key, morsel in jar.items()}
+
+
+async def _refuse(send: Any) -> None:
+    body = b"401: this viewer needs its token (?token=... or Authorization: Bearer ...)\n"
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b"Bearer"),
+                *SECURITY_HEADERS,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

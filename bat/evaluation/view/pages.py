@@ -1,0 +1,340 @@
+"""What each page of the viewer shows, read from the run folders (no web library here).
+
+Everything is read through the log layer (:mod:`bat.evaluation.log`); nothing here
+computes a statistic (the figures are metrics.json's) and nothing is written. Every name
+that comes from a URL is checked here before any file is opened: a run is a folder right
+under the served folder holding a run.json, a model one run.json lists, an episode a
+file of that model's ``episodes/`` with an episode's name; anything else, or anything
+reached through a symbolic link, is "not found" (None).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bat.errors import InputError
+from bat.evaluation.log import card as cards
+from bat.evaluation.log import layout, store
+from bat.evaluation.log import run as rundir
+from bat.evaluation.log.episode import EpisodeResult
+from bat.evaluation.log.gates import GatesFile
+from bat.evaluation.view.watch import OUTCOMES, Found, RunWatch, cell_id, outcome_of
+
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")  # a run id or a model folder's name
+
+
+# --- resolving names from URLs --------------------------------------------------------------
+
+
+def _inside(folder: Path, name: str) -> Path | None:
+    """``folder / name`` when ``name`` is one plain name of a real (unlinked) entry."""
+    if not _NAME.match(name) or ".." in name:
+        return None
+    path = folder / name
+    if path.is_symlink() or not path.exists():
+        return None
+    try:
+        if path.resolve().parent != folder.resolve():
+            return None
+    except OSError:
+        return None
+    return path
+
+
+def find_run(folder: Path, run_id: str) -> Path | None:
+    """The run ``run_id`` right under ``folder``, or None."""
+    path = _inside(folder, run_id)
+    return path if path is not None and layout.is_run_folder(path) else None
+
+
+def find_model(run_dir: Path, record: rundir.RunRecord, label: str) -> tuple[int, Path] | None:
+    """The index and folder of the model run.json lists under ``label``, or None."""
+    for index, model in enumerate(record.models):
+        if model.dir != label:
+            continue
+        try:
+            path = rundir.model_dir(run_dir, model, index)
+        except InputError:
+            return None
+        return (index, path) if _inside(run_dir, label) is not None else None
+    return None
+
+
+def find_episode(model_dir: Path, name: str) -> Path | None:
+    """The episode file ``name`` of a model folder, or None."""
+    if not layout.EPISODE_NAME.match(name) or "/" in name or name.startswith("."):
+        return None
+    folder = layout.episodes_dir(model_dir)
+    if folder.is_symlink() or not folder.is_dir():
+        return None
+    path = _inside(folder, name)
+    return path if path is not None and path.is_file() else None
+
+
+def run_folders(folder: Path) -> list[Path]:
+    """Every run right under ``folder``, the latest first (run ids start with the time)."""
+    if not folder.is_dir():
+        return []
+    found = [p for p in folder.iterdir() if find_run(folder, p.name) is not None]
+    return sorted(found, key=lambda p: p.name, reverse=True)
+
+
+def runs_signature(folder: Path) -> str:
+    """A digest of what the runs page shows at a glance: which runs there are, and when
+    each run.json, summary or gates file last changed (not every episode: the runs page
+    would reload all the time during a run)."""
+    import hashlib
+
+    parts = []
+    for run_dir in run_folders(folder):
+        for path in (
+            layout.run_file(run_dir),
+            layout.gates_file(run_dir),
+            *run_dir.glob("*/summary.json"),
+        ):
+            try:
+                parts.append(f"{path.relative_to(folder)}:{path.stat().st_mtime_ns}")
+            except OSError:
+                continue
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+# --- figures ---------------------------------------------------------------------------------
+
+
+def percent(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f} %"
+
+
+def interval(values: list[float] | None) -> str:
+    if not values or len(values) != 2:
+        return "–"
+    return f"{percent(values[0])} – {percent(values[1])}"
+
+
+@dataclass
+class Counts:
+    """A model's episodes so far, by outcome (the latest record of each cell)."""
+
+    done: int = 0
+    expected: int = 0
+    by_outcome: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+
+    @property
+    def progress(self) -> int:
+        """Percent done, for the progress bar."""
+        return 0 if not self.expected else min(100, round(100 * self.done / self.expected))
+
+
+@dataclass
+class ModelView:
+    index: int
+    label: str
+    status: str
+    reason: str | None
+    counts: Counts
+    figures: dict[str, str] | None  # from metrics.json, when the model is summarized
+    problem: str | None = None  # why its results could not be read
+    rows: list[dict[str, Any]] = field(default_factory=list)  # the task × attempt grid
+
+
+def _figures(model_dir: Path) -> tuple[dict[str, str] | None, str | None]:
+    """The headline figures of a summarized model, or why they cannot be read."""
+    if not layout.has_summary(model_dir) or not layout.metrics_file(model_dir).is_file():
+        return None, None
+    try:
+        results = store.read_results(model_dir)
+    except InputError as exc:
+        return None, exc.message
+    stats = results.metrics.summary
+    k = results.summary.k
+    return {
+        "episodes": str(stats.episodes),
+        "passed": str(stats.passed),
+        "pass_rate": percent(stats.pass_rate),
+        "interval": interval(stats.pass_rate_ci95),
+        "pass_at_k": f"{percent(stats.pass_at_k)} (k={k})",
+        "pass_hat_k": f"{percent(stats.pass_hat_k)} (k={k})",
+        "infra": str(stats.infra_failures),
+        "agent_errors": str(stats.agent_errors_total),
+    }, None
+
+
+def _latest(entries: list[Found]) -> dict[tuple[str, str], Found]:
+    """The latest entry of each (model, episode file)."""
+    latest: dict[tuple[str, str], Found] = {}
+    for entry in entries:
+        latest[(entry.model, entry.name)] = entry
+    return latest
+
+
+def _counts(entries: list[Found], label: str, expected: int) -> Counts:
+    counts = Counts(expected=expected)
+    for (model, _), entry in _latest(entries).items():
+        if model == label:
+            counts.done += 1
+            counts.by_outcome[entry.data["outcome"]] += 1
+    return counts
+
+
+def _gate_counts(gates: GatesFile | None) -> dict[str, Any] | None:
+    if gates is None:
+        return None
+    return {
+        "passed": sum(g.passed for g in gates.gates),
+        "failed": len(gates.failed),
+        "all_passed": gates.passed,
+        "gates": gates.gates,
+    }
+
+
+def _read_gates(run_dir: Path) -> GatesFile | None:
+    from bat.evaluation import gates
+
+    return gates.read(run_dir)
+
+
+# --- the runs page ---------------------------------------------------------------------------
+
+
+@dataclass
+class RunView:
+    run_id: str
+    name: str | None = None
+    status: str = "unknown"
+    started_at: str | None = None
+    ended_at: str | None = None
+    k: int = 1
+    tasks: int = 0
+    models: list[ModelView] = field(default_factory=list)
+    gates: dict[str, Any] | None = None
+    problem: str | None = None  # run.json could not be read
+    next_event: int = 0  # the entries of the run's watch the counts and grid were made of
+    card: Any = None
+    record: Any = None
+
+
+def runs_page(folder: Path, watch_of: Any) -> list[RunView]:
+    """Every run under ``folder``, with its models' figures (``watch_of(run_dir)`` gives
+    the run's :class:`RunWatch`, for the counts of a run still running)."""
+    return [run_view(run_dir, watch_of(run_dir), grid=False) for run_dir in run_folders(folder)]
+
+
+def run_view(run_dir: Path, watch: RunWatch, *, grid: bool) -> RunView:
+    """One run: its record, models, counts and gates (and the grid, with ``grid``)."""
+    view = RunView(run_id=run_dir.name)
+    try:
+        record = rundir.read_run(run_dir)
+    except InputError as exc:
+        view.problem = exc.message
+        return view
+    watch.refresh()
+    entries = watch.since(0)
+    view.next_event = len(entries)
+    view.record = record
+    view.name = record.run_name
+    view.status = record.status
+    view.started_at = record.started_at
+    view.ended_at = record.ended_at
+    view.k = record.k
+    view.tasks = len(record.tasks)
+    view.gates = _gate_counts(_read_gates(run_dir))
+    if grid:
+        try:
+            view.card = cards.read_card(run_dir)
+        except InputError:
+            view.card = None
+    for index, model in enumerate(record.models):
+        counts = _counts(entries, model.dir, len(record.tasks) * record.k)
+        try:
+            model_dir: Path | None = rundir.model_dir(run_dir, model, index)
+        except InputError as exc:
+            model_dir, problem = None, exc.message
+            figures = None
+        else:
+            figures, problem = _figures(model_dir)
+        shown = ModelView(index, model.dir, model.status, model.reason, counts, figures, problem)
+        if grid:
+            shown.rows = _grid(record, index, model.dir, entries)
+        view.models.append(shown)
+    return view
+
+
+def _grid(
+    record: rundir.RunRecord, index: int, label: str, entries: list[Found]
+) -> list[dict[str, Any]]:
+    """The task × attempt rows of one model: each cell empty (not run yet) or filled."""
+    cells: dict[str, Found] = {}
+    extra: dict[str, dict[int, Found]] = {}  # episodes of tasks run.json does not list
+    for (model, _), entry in _latest(entries).items():
+        if model != label:
+            continue
+        if entry.data.get("cell"):
+            cells[entry.data["cell"]] = entry
+        else:
+            extra.setdefault(str(entry.data["task"]), {})[int(entry.data["attempt"])] = entry
+    rows = []
+    for row, task in enumerate(record.tasks):
+        row_cells = []
+        for attempt in range(1, record.k + 1):
+            cid = cell_id(index, row, attempt)
+            row_cells.append({"id": cid, "attempt": attempt, "found": cells.get(cid)})
+        rows.append({"task": task, "cells": row_cells})
+    for task, attempts in extra.items():
+        row_cells = [
+            {"id": None, "attempt": n, "found": attempts.get(n)}
+            for n in range(1, max(record.k, *attempts) + 1)
+        ]
+        rows.append({"task": task, "cells": row_cells})
+    return rows
+
+
+# --- the episode page ------------------------------------------------------------------------
+
+
+def as_json(value: Any) -> str:
+    """A value for a <pre>: JSON when it is data, the text itself when it is text."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+@dataclass
+class EpisodeView:
+    run_id: str
+    model: str
+    name: str
+    episode: EpisodeResult | None
+    outcome: str = "unreadable"
+    outcome_text: str = OUTCOMES["unreadable"]
+    problem: str | None = None
+    dimensions: list[dict[str, Any]] = field(default_factory=list)
+
+
+def episode_page(run_dir: Path, model: str, path: Path) -> EpisodeView:
+    view = EpisodeView(run_dir.name, model, path.name, None)
+    try:
+        episode = store.read_episode(path)
+    except InputError as exc:
+        view.problem = exc.message
+        return view
+    view.episode = episode
+    view.outcome, view.outcome_text = outcome_of(episode)
+    scores = episode.scores if isinstance(episode.scores, dict) else {}
+    dimensions = scores.get("dimensions") if isinstance(scores.get("dimensions"), dict) else {}
+    for name, value in dimensions.items():
+        value = value if isinstance(value, dict) else {}
+        view.dimensions.append(
+            {
+                "name": str(name),
+                "score": value.get("score"),
+                "reasoning": str(value.get("reasoning") or ""),
+                "per_judge": value.get("per_judge") or {},
+                "disagreement": value.get("disagreement"),
+            }
+        )
+    return view
