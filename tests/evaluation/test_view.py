@@ -418,7 +418,9 @@ def test_the_run_page_fills_in_live_in_chromium(tmp_path, home, monkeypatch):
     assert now["done"] == str(len(LIVE_TASKS)) and now["passed"] == str(len(LIVE_TASKS))
     assert "The run ended (completed)" in now["text"]
     assert now["scripts"] == 1
-    assert not chromium.png_is_blank(base64.b64decode(shot["data"]))
+    png = base64.b64decode(shot["data"])
+    (tmp_path / "live.png").write_bytes(png)  # for a look
+    assert not chromium.png_is_blank(png)
 
 
 @pytest.mark.parametrize("page", ["runs", "run", "episode"])

@@ -41,7 +41,7 @@ from bat.evaluation.view import pages
 from bat.evaluation.view.watch import OUTCOMES, RunWatch
 
 HERE = Path(__file__).parent
-STATIC = {"view.js": "text/javascript", "view.css": "text/css"}
+STATIC = {"view.js": "text/javascript", "view.css": "text/css", "favicon.svg": "image/svg+xml"}
 COOKIE = "bat_view_token"
 CSP = "; ".join(
     [
