@@ -26,6 +26,7 @@
     const started = Date.parse(body.dataset.started || "");
     const base = "/runs/" + encodeURIComponent(run);
     const source = new EventSource(base + "/events?from=" + body.dataset.nextEvent);
+    eta();
 
     source.addEventListener("episode", (message) => {
       const episode = JSON.parse(message.data);
