@@ -110,7 +110,7 @@ class Stream:
         """Each event as (event, id, data); comments (the pings) are skipped."""
         event, ident, data = "message", None, []
         while True:
-            raw = self.response.fp.readline()
+            raw = self.response.readline()
             if not raw:
                 return
             line = raw.decode().rstrip("\r\n")
@@ -150,8 +150,8 @@ def finished(tmp_path_factory) -> tuple[Path, Path, Path]:
 
 
 def live_project(root: Path) -> Path:
-    """A run that takes a few seconds: twelve tasks, one at a time, 300 ms each."""
-    return make_project(root, LIVE_TASKS, concurrency=1, agent_env={"LATENCY_MS": "300"})
+    """A run that takes a few seconds: twelve tasks, one at a time, 500 ms each."""
+    return make_project(root, LIVE_TASKS, concurrency=1, agent_env={"LATENCY_MS": "500"})
 
 
 def wait_for_run(project: Path, proc: subprocess.Popen) -> Path:
@@ -476,3 +476,66 @@ def test_pages_render_in_chromium_without_errors(finished, tmp_path, page, monke
     assert not chromium.png_is_blank(png)
     if page == "episode":
         assert XSS in got["text"]  # the payload is text on the page, not markup
+
+
+# --- the stream, served in this process (to see its pings without waiting 10 s) -------------
+
+
+@contextlib.contextmanager
+def served(folder: Path, **options):
+    """make_app over ``folder`` on a free loopback port, in a thread of this process."""
+    import threading
+
+    import uvicorn
+
+    from bat.evaluation.view.app import make_app
+    from bat.evaluation.view.server import listen
+
+    listening = listen("127.0.0.1", 0, None)
+    app = make_app(folder, token=None, **options)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening.sock]})
+    thread.start()
+    try:
+        yield listening.port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+        listening.sock.close()
+
+
+def test_the_stream_sends_heartbeats_while_a_run_is_quiet(tmp_path, home):
+    project = make_project(tmp_path / "p", [{"id": "stuck", "turns": ["HANG"]}], turn_timeout_s=4)
+    run = start_bat("eval.run", cwd=project, home=home)
+    try:
+        run_dir = wait_for_run(project, run)
+        with served(run_dir.parent, ping_s=0.3, poll_s=0.1) as port:
+            stream = Stream(port, f"/runs/{run_dir.name}/events")
+            pings, started = 0, time.monotonic()
+            while time.monotonic() - started < 10:
+                line = stream.response.readline().decode()
+                if line.startswith(":"):
+                    pings += 1
+                    if pings == 3:
+                        break
+                assert not line.startswith("event: end"), "the run ended before three pings"
+            stream.close()
+        assert pings == 3
+    finally:
+        if run.poll() is None:
+            run.send_signal(signal.SIGINT)
+        run.communicate(timeout=60)
+
+
+def test_an_id_from_another_viewer_process_gets_every_episode_again(finished):
+    _, run_dir, _ = finished
+    with served(run_dir.parent) as port:
+        stream = Stream(port, f"/runs/{run_dir.name}/events", {"Last-Event-ID": "999"})
+        got = [(event, ident) for event, ident, _ in stream.events()]
+        stream.close()
+        resumed = Stream(port, f"/runs/{run_dir.name}/events", {"Last-Event-ID": "5"})
+        tail = [ident for event, ident, _ in resumed.events() if event == "episode"]
+        resumed.close()
+    episodes = 2 * len(TASKS)
+    assert got == [("episode", str(n)) for n in range(episodes)] + [("end", None)]
+    assert tail == [str(n) for n in range(6, episodes)]

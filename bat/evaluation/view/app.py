@@ -36,6 +36,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from bat.errors import InputError
 from bat.evaluation.log import run as rundir
 from bat.evaluation.view import pages
 from bat.evaluation.view.watch import OUTCOMES, RunWatch
@@ -101,7 +102,7 @@ def make_app(
         run_dir = run_of(request)
         try:
             record = rundir.read_run(run_dir)
-        except Exception:
+        except InputError:
             raise HTTPException(404, "no such run") from None
         model = pages.find_model(run_dir, record, request.path_params["model"])
         if model is None:
@@ -132,8 +133,7 @@ def make_app(
 
     async def run(request: Request) -> Response:
         run_dir = run_of(request)
-        watch = watch_of(run_dir)
-        view = await anyio.to_thread.run_sync(lambda: pages.run_view(run_dir, watch, grid=True))
+        view = await anyio.to_thread.run_sync(lambda: pages.run_view(run_dir, watch_of, grid=True))
         # The grid shows the entries numbered below next_event; the stream starts there.
         return render("run.html", run=view, next_event=view.next_event)
 

@@ -22,7 +22,7 @@ from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import EpisodeResult
 from bat.evaluation.log.gates import GatesFile
-from bat.evaluation.view.watch import OUTCOMES, Found, RunWatch, cell_id, outcome_of
+from bat.evaluation.view.watch import OUTCOMES, Found, cell_id, outcome_of
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")  # a run id or a model folder's name
 
@@ -220,11 +220,13 @@ class RunView:
 
 def runs_page(folder: Path, watch_of: Any) -> list[RunView]:
     """Every run under ``folder``, with its models' figures (``watch_of(run_dir)`` gives
-    the run's :class:`RunWatch`, for the counts of a run still running)."""
-    return [run_view(run_dir, watch_of(run_dir), grid=False) for run_dir in run_folders(folder)]
+    the run's :class:`RunWatch`, for the counts of a model not summarized yet: a run
+    whose models are all summarized is shown from its metrics.json alone, without
+    reading its episodes)."""
+    return [run_view(run_dir, watch_of, grid=False) for run_dir in run_folders(folder)]
 
 
-def run_view(run_dir: Path, watch: RunWatch, *, grid: bool) -> RunView:
+def run_view(run_dir: Path, watch_of: Any, *, grid: bool) -> RunView:
     """One run: its record, models, counts and gates (and the grid, with ``grid``)."""
     view = RunView(run_id=run_dir.name)
     try:
@@ -232,8 +234,16 @@ def run_view(run_dir: Path, watch: RunWatch, *, grid: bool) -> RunView:
     except InputError as exc:
         view.problem = exc.message
         return view
-    watch.refresh()
-    entries = watch.since(0)
+    summarized = all(
+        layout.has_summary(run_dir / model.dir)
+        and layout.metrics_file(run_dir / model.dir).is_file()
+        for model in record.models
+    )
+    entries: list[Found] = []
+    if grid or record.status == "running" or not summarized:
+        watch = watch_of(run_dir)
+        watch.refresh()
+        entries = watch.since(0)
     view.next_event = len(entries)
     view.record = record
     view.name = record.run_name
