@@ -143,6 +143,9 @@ def show(c: Context, json: bool = False) -> None:
         "baseline": "Gate on no significant regression against this run.",
         "max_drop": "With --baseline: the largest pass-rate drop allowed (0.05 = 5 points).",
         "export": "NAME:PATH, repeatable: export the run at its end (as eval.export --to).",
+        "view": "Serve the viewer (eval.view) beside the run and print its URL; it stops "
+        "when the run ends.",
+        "view_port": "With --view: the viewer's port (default 8765, or a free one).",
     },
 )
 def run(
@@ -158,6 +161,8 @@ def run(
     baseline: str | None = None,
     max_drop: str | None = None,
     export: list[str] | None = None,
+    view: bool = False,
+    view_port: str | None = None,
 ) -> None:
     """Run the dataset k times per model against the live agent, then judge, summarize, gate.
 
@@ -188,12 +193,24 @@ def run(
         return
     c.config.eval.gates = [spec.model_dump(mode="json") for spec in cli_gates]
     c.config.eval.exports = [f"{target.name}:{target.path}" for target in exports]
-    report = run_evaluation(
-        resolved,
-        resume=resume if resume not in ("", None) else None,
-        retry_infra=retry_infra,
-        selection=selection,
-    )
+    if view:
+        from bat.evaluation.view.server import serve_beside
+
+        serve_beside(
+            resolved.output_dir,
+            _number(view_port, "--view-port", int),
+            announce=lambda line: print(line, flush=True),
+        )
+    try:
+        report = run_evaluation(
+            resolved,
+            resume=resume if resume not in ("", None) else None,
+            retry_infra=retry_infra,
+            selection=selection,
+        )
+    except BaseException:
+        _stop_view()
+        raise
     c.config.eval.run_dir = str(report.run_dir)
     c.config.eval.untrusted = report.untrusted
     c.config.eval.chained = True
@@ -205,6 +222,7 @@ def conclude(c: Context) -> None:
     failed."""
     from bat.errors import GateFailed, IncompleteRun
 
+    _stop_view()  # the viewer of --view, if any: the run's chain ends here
     if _dry(c):
         return
     untrusted = setting(c, None, "eval.untrusted", None)
@@ -478,6 +496,14 @@ def view(
     chosen = _number(port, "--port", int)
     listening = listen(host or DEFAULT_HOST, DEFAULT_PORT if chosen is None else chosen, token)
     serve(base, listening, open_browser=open, announce=lambda line: print(line, flush=True))
+
+
+def _stop_view() -> None:
+    import sys
+
+    server = sys.modules.get("bat.evaluation.view.server")  # imported only by --view
+    if server is not None:
+        server.stop_beside()
 
 
 def _check_run(reference: str, source: str) -> None:

@@ -143,3 +143,76 @@ def serve(
         pass
     finally:
         listening.sock.close()
+
+
+class Beside:
+    """A viewer served from a thread of this process, beside a run (``eval.run --view``)."""
+
+    def __init__(self, folder: Path, listening: Listening) -> None:
+        import uvicorn
+
+        from bat.evaluation.view.app import make_app
+
+        self.listening = listening
+        config = uvicorn.Config(
+            make_app(folder, token=listening.token),
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            server_header=False,
+            timeout_graceful_shutdown=2,
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self._run, name="bat-view", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            # Not the main thread: uvicorn leaves the signals (Ctrl-C) to the run.
+            self.server.run(sockets=[self.listening.sock])
+        finally:
+            self.listening.sock.close()
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Close the event streams and stop serving (waits at most ``timeout`` seconds)."""
+        self.server.should_exit = True
+        if self.thread.is_alive():
+            self.thread.join(timeout)
+
+
+_beside: Beside | None = None
+
+
+def serve_beside(
+    folder: Path, port: int | None, *, announce: Callable[[str], None] = print
+) -> Beside:
+    """Start a viewer of ``folder`` in a thread, on loopback: on ``port`` (a port in use
+    is an error), or on 8765, or the next free port when 8765 is taken. It is stopped
+    by :func:`stop_beside` (when the run's chain ends) or with the process."""
+    global _beside
+    import atexit
+
+    if port is None:
+        try:
+            listening = listen(DEFAULT_HOST, DEFAULT_PORT, None)
+        except UsageError:
+            listening = listen(DEFAULT_HOST, 0, None)
+    else:
+        listening = listen(DEFAULT_HOST, port, None)
+    folder.mkdir(parents=True, exist_ok=True)
+    beside = Beside(folder, listening)
+    beside.start()
+    _beside = beside
+    atexit.register(stop_beside)
+    announce(f"Watch this run at {listening.url} (the viewer stops when the run ends)")
+    return beside
+
+
+def stop_beside() -> None:
+    """Stop the viewer :func:`serve_beside` started, if any (again: nothing)."""
+    global _beside
+    beside, _beside = _beside, None
+    if beside is not None:
+        beside.stop()
