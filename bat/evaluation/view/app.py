@@ -133,9 +133,12 @@ def make_app(
 
     async def run(request: Request) -> Response:
         run_dir = run_of(request)
-        view = await anyio.to_thread.run_sync(lambda: pages.run_view(run_dir, watch_of, grid=True))
+        filters = pages.Filters.of(request.query_params)
+        view = await anyio.to_thread.run_sync(
+            lambda: pages.run_view(run_dir, watch_of, grid=True, filters=filters)
+        )
         # The grid shows the entries numbered below next_event; the stream starts there.
-        return render("run.html", run=view, next_event=view.next_event)
+        return render("run.html", run=view, next_event=view.next_event, filters=filters)
 
     async def events(request: Request) -> Response:
         run_dir = run_of(request)

@@ -216,6 +216,7 @@ class RunView:
     next_event: int = 0  # the entries of the run's watch the counts and grid were made of
     card: Any = None
     record: Any = None
+    matches: Any = None  # the filters' episodes (:class:`Matches`), with the grid
 
 
 def runs_page(folder: Path, watch_of: Any) -> list[RunView]:
@@ -226,8 +227,12 @@ def runs_page(folder: Path, watch_of: Any) -> list[RunView]:
     return [run_view(run_dir, watch_of, grid=False) for run_dir in run_folders(folder)]
 
 
-def run_view(run_dir: Path, watch_of: Any, *, grid: bool) -> RunView:
-    """One run: its record, models, counts and gates (and the grid, with ``grid``)."""
+def run_view(
+    run_dir: Path, watch_of: Any, *, grid: bool, filters: Filters | None = None
+) -> RunView:
+    """One run: its record, models, counts and gates (and the grid, with ``grid``;
+    with ``filters``, only the models and task rows they keep, and the list of the
+    episodes they match)."""
     view = RunView(run_id=run_dir.name)
     try:
         record = rundir.read_run(run_dir)
@@ -271,6 +276,13 @@ def run_view(run_dir: Path, watch_of: Any, *, grid: bool) -> RunView:
         if grid:
             shown.rows = _grid(record, index, model.dir, entries)
         view.models.append(shown)
+    if grid:
+        view.matches = _matching(run_dir, record, entries, filters or Filters())
+        if filters is not None and filters.active:
+            keep = view.matches
+            view.models = [m for m in view.models if not filters.model or m.label == filters.model]
+            for shown in view.models:
+                shown.rows = [r for r in shown.rows if keep.row_kept(str(r["task"]))]
     return view
 
 
@@ -348,3 +360,158 @@ def episode_page(run_dir: Path, model: str, path: Path) -> EpisodeView:
             }
         )
     return view
+
+
+# --- filters on the run page -----------------------------------------------------------------
+
+PAGE_SIZE = 100
+_LONGEST = 200  # characters kept of a filter's value
+
+
+@dataclass
+class Filters:
+    """The run page's filters, from its query string (a plain GET form)."""
+
+    model: str = ""
+    task: str = ""  # an id or a glob (fnmatch: * ? [...])
+    tag: str = ""
+    status: str = ""  # an outcome: pass, fail, error, infra, unreadable
+    error: str = ""  # an infrastructure failure's or agent error's kind
+    q: str = ""  # words looked for in the answers
+    page: int = 1
+
+    KEYS = ("model", "task", "tag", "status", "error", "q")
+
+    @classmethod
+    def of(cls, params: Any) -> Filters:
+        values = {key: str(params.get(key, "") or "").strip()[:_LONGEST] for key in cls.KEYS}
+        page = str(params.get("page", "") or "")
+        return cls(**values, page=int(page) if page.isdigit() and int(page) > 0 else 1)
+
+    @property
+    def active(self) -> bool:
+        return any(getattr(self, key) for key in self.KEYS)
+
+    def query(self, page: int) -> str:
+        """The query string of these filters at ``page``."""
+        from urllib.parse import urlencode
+
+        pairs = [(key, getattr(self, key)) for key in self.KEYS if getattr(self, key)]
+        return urlencode([*pairs, ("page", str(page))])
+
+
+@dataclass
+class Matches:
+    """What the filters keep: the episodes (one page of them) and the form's choices."""
+
+    filters: Filters
+    total: int = 0
+    page: int = 1
+    pages: int = 1
+    shown: list[dict[str, Any]] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    task_tags: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def row_kept(self, task: str) -> bool:
+        """A task row the task and tag filters keep."""
+        import fnmatch
+
+        wanted = self.filters
+        if wanted.task and not (task == wanted.task or fnmatch.fnmatchcase(task, wanted.task)):
+            return False
+        return not wanted.tag or wanted.tag in self.task_tags.get(task, frozenset())
+
+
+def _task_tags(run_dir: Path) -> dict[str, frozenset[str]]:
+    """Each task's tags (and category), from the tasks as they were run (none without)."""
+    from bat.evaluation.dataset import load_dataset
+
+    snapshot = layout.tasks_snapshot(run_dir)
+    if snapshot.is_symlink() or not snapshot.is_file():
+        return {}
+    try:
+        dataset = load_dataset(snapshot)
+    except InputError:
+        return {}
+    return {task.id: frozenset(task.all_tags) for task in dataset.tasks}
+
+
+def _answer(episode: EpisodeResult) -> str:
+    """Everything the agent answered in an episode: each turn's output, then the last."""
+    parts = [turn.output for turn in episode.trace.turns if turn.output]
+    if episode.final_output and episode.final_output not in parts:
+        parts.append(episode.final_output)
+    return "\n".join(parts)
+
+
+def _excerpt(text: str, words: str, width: int = 80) -> str:
+    at = text.casefold().find(words.casefold())
+    start = max(at - width, 0)
+    end = min(at + len(words) + width, len(text))
+    return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+
+
+def _matching(
+    run_dir: Path, record: rundir.RunRecord, entries: list[Found], filters: Filters
+) -> Matches:
+    """The latest episode of each cell that every filter keeps, in grid order; the
+    answers are read only when a search asks for them."""
+    found = Matches(filters, models=[m.dir for m in record.models])
+    found.task_tags = _task_tags(run_dir)
+    found.tags = sorted({tag for tags in found.task_tags.values() for tag in tags})
+    latest = list(_latest(entries).values())
+    found.errors = sorted({str(e.data["error"]) for e in latest if e.data.get("error")})
+    if not filters.active:
+        return found
+    rows = {task: n for n, task in enumerate(record.tasks)}
+    kept: list[dict[str, Any]] = []
+    for entry in latest:
+        data = entry.data
+        task = str(data["task"])
+        if filters.model and entry.model != filters.model:
+            continue
+        if not found.row_kept(task):
+            continue
+        if filters.status and data["outcome"] != filters.status:
+            continue
+        if filters.error and data.get("error") != filters.error:
+            continue
+        shown = {**data, "excerpt": None}
+        if filters.q:
+            text = _answer_of(run_dir, record, entry)
+            if text is None or filters.q.casefold() not in text.casefold():
+                continue
+            shown["excerpt"] = _excerpt(text, filters.q)
+        kept.append(shown)
+    kept.sort(
+        key=lambda d: (
+            d["model_index"],
+            rows.get(str(d["task"]), len(rows)),
+            d["task"],
+            d["attempt"],
+        )
+    )
+    found.total = len(kept)
+    found.pages = max(1, -(-len(kept) // PAGE_SIZE))
+    found.page = min(filters.page, found.pages)
+    found.shown = kept[(found.page - 1) * PAGE_SIZE : found.page * PAGE_SIZE]
+    return found
+
+
+def _answer_of(run_dir: Path, record: rundir.RunRecord, entry: Found) -> str | None:
+    index = int(entry.data.get("model_index", -1))
+    if not 0 <= index < len(record.models):
+        return None
+    try:
+        model_dir = rundir.model_dir(run_dir, record.models[index], index)
+    except InputError:
+        return None
+    path = find_episode(model_dir, entry.name)
+    if path is None:
+        return None
+    try:
+        return _answer(store.read_episode(path))
+    except InputError:
+        return None

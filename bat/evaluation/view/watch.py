@@ -148,6 +148,7 @@ def describe(path: Path, model_index: int, label: str, rows: dict[str, int]) -> 
         "title": f"{episode.task_id} · attempt {episode.attempt}: {why}",
         "episode": path.name,
         "wall_time_s": round(episode.trace.wall_time_s, 3),
+        "error": error_class(episode),
     }
 
 
@@ -162,6 +163,15 @@ def outcome_of(episode: EpisodeResult) -> tuple[str, str]:
     if episode.verdict is None:
         return "fail", "no verdict"
     return "fail", f"failed: {episode.verdict.reason}"[:200]
+
+
+def error_class(episode: EpisodeResult) -> str | None:
+    """The infrastructure failure's or the agent error's kind, if either."""
+    if episode.infra_error is not None:
+        return str(episode.infra_error.kind)
+    if episode.agent_error is not None:
+        return str(episode.agent_error.kind)
+    return None
 
 
 def cell_id(model_index: int, row: int, attempt: int) -> str:
