@@ -7,6 +7,7 @@ Routes (every one read-only)::
     /runs/{run}/events                  the run's episodes as Server-Sent Events
     /runs/{run}/episodes/{model}/{file} an episode: turns, events, tools, verdict, judges
     /runs/{run}/raw/{model}/{file}      the episode file itself (JSON)
+    /compare?a=RUN/MODEL&b=RUN/MODEL    two summarized models side by side, flips first
     /static/{file}                      the page's one script and style sheet
 
 Every response carries a strict Content-Security-Policy (scripts and styles from this
@@ -173,6 +174,24 @@ def make_app(
         data = await anyio.to_thread.run_sync(path.read_bytes)
         return Response(data, media_type="application/json")
 
+    async def compare(request: Request) -> Response:
+        def build() -> dict[str, Any]:
+            sides = pages.comparable_sides(folder)
+            keys = {key: request.query_params.get(key, "").strip() for key in ("a", "b")}
+            chosen = {key: pages.find_side(folder, value) for key, value in keys.items() if value}
+            if any(side is None for side in chosen.values()):
+                raise HTTPException(404, "no such summarized run or model")
+            data = None
+            if len(chosen) == 2:
+                data = pages.compare_page(chosen["a"], chosen["b"])
+            defaults = {"a": sides[1].key if len(sides) > 1 else "", "b": ""}
+            defaults["b"] = sides[0].key if sides else ""
+            picked = {k: (chosen[k].key if k in chosen else defaults[k]) for k in ("a", "b")}
+            return {"sides": sides, "picked": picked, "chosen": chosen, "data": data}
+
+        values = await anyio.to_thread.run_sync(build)
+        return render("compare.html", **values)
+
     async def static(request: Request) -> Response:
         name = request.path_params["file"]
         if name not in STATIC:
@@ -192,6 +211,7 @@ def make_app(
             Route("/runs/{run}/events", events),
             Route("/runs/{run}/episodes/{model}/{file}", episode),
             Route("/runs/{run}/raw/{model}/{file}", raw),
+            Route("/compare", compare),
             Route("/static/{file}", static),
         ],
         exception_handlers={HTTPException: not_found},

@@ -515,3 +515,80 @@ def _answer_of(run_dir: Path, record: rundir.RunRecord, entry: Found) -> str | N
         return _answer(store.read_episode(path))
     except InputError:
         return None
+
+
+# --- the compare page ------------------------------------------------------------------------
+
+
+@dataclass
+class Side:
+    """One side of a comparison: a summarized model of a run."""
+
+    run_id: str
+    model: str
+    folder: Path
+
+    @property
+    def key(self) -> str:
+        return f"{self.run_id}/{self.model}"
+
+
+def comparable_sides(folder: Path) -> list[Side]:
+    """Every summarized model of every run under ``folder``, the latest run first."""
+    sides = []
+    for run_dir in run_folders(folder):
+        try:
+            record = rundir.read_run(run_dir)
+        except InputError:
+            continue
+        for model in record.models:
+            found = find_model(run_dir, record, model.dir)
+            if found is not None and layout.has_summary(found[1]):
+                sides.append(Side(run_dir.name, model.dir, found[1]))
+    return sides
+
+
+def find_side(folder: Path, key: str) -> Side | None:
+    """The side ``RUN/MODEL`` (or ``RUN`` of a one-model run) names, or None."""
+    run_id, _, model = key.partition("/")
+    run_dir = find_run(folder, run_id)
+    if run_dir is None:
+        return None
+    try:
+        record = rundir.read_run(run_dir)
+    except InputError:
+        return None
+    if not model:
+        if len(record.models) != 1:
+            return None
+        model = record.models[0].dir
+    found = find_model(run_dir, record, model)
+    if found is None or not layout.has_summary(found[1]):
+        return None
+    return Side(run_dir.name, model, found[1])
+
+
+_FLIP_ORDER = {"regressed": 0, "improved": 1}
+
+
+def compare_page(a: Side, b: Side) -> dict[str, Any]:
+    """``eval.compare``'s data for two sides, the flipped tasks first (regressions, then
+    improvements, then the largest drops), or the problem that kept it from being read."""
+    from bat.evaluation.compare import card_warnings, compare
+
+    try:
+        data = compare(a.folder, b.folder)
+    except InputError as exc:
+        return {"problem": exc.message}
+    order = {task["task_id"]: n for n, task in enumerate(data["tasks"])}
+    data["tasks"] = sorted(
+        data["tasks"],
+        key=lambda t: (
+            _FLIP_ORDER.get(t["flip"] or "", 2),
+            t["change"] if t["change"] is not None else 2.0,
+            order[t["task_id"]],
+        ),
+    )
+    data["warnings"] = card_warnings(a.folder, b.folder)
+    data["problem"] = None
+    return data
