@@ -91,3 +91,19 @@ def test_the_form_offers_every_summarized_model_and_refuses_others(two_runs, tmp
     assert 'id="tasks"' not in form  # nothing compared until both sides are chosen
     assert missing == 404 and outside == 404
     assert 'href="/compare"' in runs_page
+
+
+def test_the_compare_page_in_chromium(two_runs, tmp_path, monkeypatch):
+    from tests.evaluation.test_view_filters import look_in_chromium
+
+    project, earlier, later, home = two_runs
+    with viewer(cwd=project, home=home) as view:
+        got = look_in_chromium(
+            view.port,
+            f"/compare?a={earlier.name}&b={later.name}",
+            tmp_path / "compare.png",
+            monkeypatch,
+        )
+    assert got["errors"] == [], got["errors"]
+    assert got["scripts"] == 1 and not got["blank"]
+    assert "regressed" in got["text"] and f"odd-{XSS}" in got["text"]

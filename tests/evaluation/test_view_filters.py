@@ -126,3 +126,57 @@ def test_matches_are_paginated(project, monkeypatch):
     assert "10 episodes match" in first and len(rows(first)) == 10
     assert rows(beyond) == rows(first)  # a page past the last is the last
     assert "next</a>" not in first
+
+
+def look_in_chromium(port: int, path: str, shot: Path, monkeypatch) -> dict:
+    """``path`` at 1366×768 in headless Chromium: its text, scripts, style and console
+    errors (CSP violations included); the screenshot is written to ``shot``."""
+    import base64
+    import time
+
+    from tests.evaluation.plot import test_report_browser as chromium
+
+    binary = chromium.chromium_binary()
+    flags = [f for f in chromium.FLAGS if not f.startswith("--window-size")]
+    monkeypatch.setattr(chromium, "FLAGS", [*flags, "--window-size=1366,768"])
+    profile = shot.parent / f"{shot.stem}-profile"
+    profile.mkdir()
+    browser = chromium.Browser(binary, profile)
+    try:
+        target = browser.send("Target.createTarget", url="about:blank")["targetId"]
+        session = browser.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in ("Page", "Runtime", "Log"):
+            browser.send(f"{domain}.enable", session)
+        browser.send("Page.navigate", session, url=f"http://127.0.0.1:{port}{path}")
+        browser.wait_for("Page.loadEventFired", session)
+        time.sleep(0.3)
+        got = browser.send(
+            "Runtime.evaluate",
+            session,
+            expression="({text: document.body.innerText, "
+            "scripts: document.querySelectorAll('script').length, "
+            "styled: getComputedStyle(document.body).backgroundColor})",
+            returnByValue=True,
+        )["result"]["value"]
+        image = browser.send("Page.captureScreenshot", session, format="png")
+        browser.send("Runtime.evaluate", session, expression="1")
+        got["errors"] = chromium.errors_of(browser.events, session)
+    finally:
+        browser.close()
+    png = base64.b64decode(image["data"])
+    shot.write_bytes(png)
+    got["blank"] = chromium.png_is_blank(png)
+    return got
+
+
+def test_a_filtered_page_in_chromium(project, tmp_path, monkeypatch):
+    root, run_dir, home = project
+    with viewer(cwd=root, home=home) as view:
+        got = look_in_chromium(
+            view.port, f"/runs/{run_dir.name}?q=zebra", tmp_path / "filtered.png", monkeypatch
+        )
+    assert got["errors"] == [], got["errors"]
+    assert got["scripts"] == 1 and not got["blank"]
+    assert got["styled"] == "rgb(246, 247, 249)"  # the style sheet loaded under the CSP
+    assert "4 episodes match" in got["text"]
+    assert XSS in got["text"]  # the answer is text on the page, not markup
