@@ -24,7 +24,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from bat.errors import InputError
-from bat.evaluation.gate_specs import Figure, GateSpec
+from bat.evaluation.gate_specs import LATENCY, Figure, GateSpec
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.gates import GATES_SCHEMA, GateResult, GatesFile
@@ -224,8 +224,6 @@ def figure_value(figure: Figure, scope: _Scope, k: int) -> tuple[float | None, s
             return None, f"no judge scores for {arg!r} (dimensions: {known})"
         return found.mean, ""
     if kind == "latency":
-        from bat.evaluation.gate_specs import LATENCY
-
         return getattr(stats.wall_time_s, LATENCY[arg or "p50"]), ""
     if kind == "tokens":
         per_episode = [row.tokens.total_tokens for row in scope.rows]

@@ -376,15 +376,8 @@ def test_the_run_page_fills_in_live_in_chromium(tmp_path, home, monkeypatch):
     try:
         run_dir = wait_for_run(project, run)
         with viewer(cwd=project, home=home) as view:
-            target = browser.send("Target.createTarget", url="about:blank")["targetId"]
-            session = browser.send("Target.attachToTarget", targetId=target, flatten=True)[
-                "sessionId"
-            ]
-            for domain in ("Page", "Runtime", "Log"):
-                browser.send(f"{domain}.enable", session)
             url = f"http://127.0.0.1:{view.port}/runs/{run_dir.name}"
-            browser.send("Page.navigate", session, url=url)
-            browser.wait_for("Page.loadEventFired", session)
+            session = browser.open(url)
 
             def facts() -> dict:
                 got = browser.send(
@@ -443,15 +436,8 @@ def test_pages_render_in_chromium_without_errors(finished, tmp_path, page, monke
     browser = chromium.Browser(binary, profile)
     try:
         with viewer(cwd=project, home=home) as view:
-            target = browser.send("Target.createTarget", url="about:blank")["targetId"]
-            session = browser.send("Target.attachToTarget", targetId=target, flatten=True)[
-                "sessionId"
-            ]
-            for domain in ("Page", "Runtime", "Log"):
-                browser.send(f"{domain}.enable", session)
             url = f"http://127.0.0.1:{view.port}{paths[page]}"
-            browser.send("Page.navigate", session, url=url)
-            browser.wait_for("Page.loadEventFired", session)
+            session = browser.open(url)
             time.sleep(0.3)
             got = browser.send(
                 "Runtime.evaluate",

@@ -143,12 +143,7 @@ def look_in_chromium(port: int, path: str, shot: Path, monkeypatch) -> dict:
     profile.mkdir()
     browser = chromium.Browser(binary, profile)
     try:
-        target = browser.send("Target.createTarget", url="about:blank")["targetId"]
-        session = browser.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        for domain in ("Page", "Runtime", "Log"):
-            browser.send(f"{domain}.enable", session)
-        browser.send("Page.navigate", session, url=f"http://127.0.0.1:{port}{path}")
-        browser.wait_for("Page.loadEventFired", session)
+        session = browser.open(f"http://127.0.0.1:{port}{path}")
         time.sleep(0.3)
         got = browser.send(
             "Runtime.evaluate",

@@ -125,6 +125,17 @@ class Browser:
                 return reply.get("result", {})
             self.events.append(reply)
 
+    def open(self, url: str) -> str:
+        """A new tab showing ``url``, loaded; returns its session (Page, Runtime and Log
+        events enabled, so console errors are seen)."""
+        target = self.send("Target.createTarget", url="about:blank")["targetId"]
+        session = self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in ("Page", "Runtime", "Log"):
+            self.send(f"{domain}.enable", session)
+        self.send("Page.navigate", session, url=url)
+        self.wait_for("Page.loadEventFired", session)
+        return session
+
     def wait_for(self, method: str, session: str) -> dict:
         deadline = time.monotonic() + TIMEOUT_S
         for event in self.events:
@@ -201,12 +212,7 @@ FACTS = """(() => ({
 
 def open_page(browser: Browser, path: Path) -> tuple[dict, bytes, list[str]]:
     """Load ``path``; return facts about the page, a screenshot and the errors seen."""
-    target = browser.send("Target.createTarget", url="about:blank")["targetId"]
-    session = browser.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-    for domain in ("Page", "Runtime", "Log"):
-        browser.send(f"{domain}.enable", session)
-    browser.send("Page.navigate", session, url=path.resolve().as_uri())
-    browser.wait_for("Page.loadEventFired", session)
+    session = browser.open(path.resolve().as_uri())
     facts = browser.send("Runtime.evaluate", session, expression=FACTS, returnByValue=True)
     shot = browser.send("Page.captureScreenshot", session, format="png")
     # One more round trip, so messages logged right after the load are in.
