@@ -147,9 +147,10 @@ def eval_config_check(found: Project) -> Check:
     except BatError as exc:
         return failed(name, _words(exc), EVAL_FIX)
     models = len(resolved.config.models) or "the agent's own"
-    return passed(
-        name, f"{shown}: model(s) {models}, k={resolved.evaluation.k}, agent at {_url(resolved)}"
-    )
+    detail = f"{shown}: model(s) {models}, k={resolved.evaluation.k}, agent at {_url(resolved)}"
+    if resolved.warnings:  # keys of bat-cli's without a meaning here: as eval.show says
+        return failed(name, f"{detail}; {'; '.join(resolved.warnings)}", EVAL_FIX, required=False)
+    return passed(name, detail)
 
 
 def dataset_check(found: Project) -> Check:

@@ -13,10 +13,16 @@ same: an artifact's text parts are joined as they came, so chunks streamed with
 What went wrong is split in two (``failures``): an agent that answered with a failed,
 rejected or canceled task or with an error produced an agent outcome (status ``error``,
 ``Observed.agent_error``); a request that never got an answer is an infrastructure
-failure. A request that fails on a pooled connection the server had already closed,
-before any byte of reply, is sent once more on a fresh connection: that is the
-keep-alive race of idle connections, never the agent's doing. Idle connections are also
-dropped after ``KEEPALIVE_S``, below the 5 s most servers (uvicorn) keep them.
+failure. A request that fails on a connection *reused from the pool*, before any byte
+of reply, is sent once more on a fresh connection: that is the keep-alive race of idle
+connections (the server closed it as the request went out), never the agent's doing.
+It is the rule browsers follow (Chromium resends any request, POST included, only on a
+reused socket that gave no byte of response). A request on a connection opened for it
+is never sent twice: a server that reads a request and drops the connection has seen
+it, and an agent with side effects must not run a turn twice. Which connection a
+request went on is read from httpcore's ``trace`` extension. Idle connections are also
+dropped after ``KEEPALIVE_S``, below the 5 s most servers (uvicorn) keep them, so the
+race is rare to begin with.
 
 Tool calls, token usage and calls to other agents may ride on the stream: an event's
 ``metadata`` may hold a ``"bat"`` object ``{"tool_calls": [{"name", "args", "result",
@@ -31,6 +37,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +74,39 @@ _ERROR_STATE = {
     "TASK_STATE_CANCELED": "canceled",
 }
 CONTINUED = ("input-required", "auth-required")  # a turn the next one continues
+
+
+@dataclass
+class _Attempt:
+    """What httpcore said of the requests of one send: did any open a connection of its
+    own, did any get a byte of reply (``_traced`` fills it in)."""
+
+    opened_connection: bool = False
+    got_reply: bool = False
+
+    async def trace(self, name: str, info: dict) -> None:
+        if name == "connection.connect_tcp.started":
+            self.opened_connection = True
+        elif name in (
+            "http11.receive_response_headers.complete",
+            "http2.receive_response_headers.complete",
+        ):
+            self.got_reply = True
+
+    @property
+    def reused_and_unanswered(self) -> bool:
+        return not self.opened_connection and not self.got_reply
+
+
+_ATTEMPT: ContextVar[_Attempt | None] = ContextVar("bat_a2a_attempt", default=None)
+
+
+async def _traced(request: Any) -> None:
+    """httpx request hook: the requests of a send report to that send's ``_Attempt``
+    (the hook runs in the task that sends, so the context variable is the send's)."""
+    attempt = _ATTEMPT.get()
+    if attempt is not None:
+        request.extensions["trace"] = attempt.trace
 
 
 @dataclass
@@ -128,7 +168,9 @@ class A2ASession:
         limits = httpx.Limits(
             max_connections=size, max_keepalive_connections=size, keepalive_expiry=KEEPALIVE_S
         )
-        self._http = httpx.AsyncClient(limits=limits, timeout=timeout, trust_env=False)
+        self._http = httpx.AsyncClient(
+            limits=limits, timeout=timeout, trust_env=False, event_hooks={"request": [_traced]}
+        )
         # A request sent again after a stale connection goes on a new one, always.
         fresh = httpx.Limits(max_connections=size, max_keepalive_connections=0)
         self._fresh_http = httpx.AsyncClient(limits=fresh, timeout=timeout, trust_env=False)
@@ -257,6 +299,8 @@ class A2ASession:
         for client in (self._client, self._fresh):
             opened = time.perf_counter()
             first = True
+            attempt = _Attempt()
+            token = _ATTEMPT.set(attempt)
             try:
                 async for event in client.send_message(SendMessageRequest(message=message)):
                     now = time.perf_counter()
@@ -264,15 +308,22 @@ class A2ASession:
                         record.time_to_first_event_s = round(now - opened, 6)
                     _absorb(event, turn, trace, index, now - started, text if first else None)
                     first = False
-                return
             except Exception as exc:
-                if broken is not None and _refused(exc):
-                    # Nothing listens any more: the agent went away under the request.
-                    raise broken from broken.__cause__  # (keep what broke it, for the record)
-                if not first or broken is not None or not _stale_connection(exc):
+                if broken is not None:
+                    if _refused(exc):
+                        # Nothing listens any more: the agent went away under the request,
+                        # and the resend never reached anyone (not counted).
+                        raise broken from broken.__cause__  # (keep what broke it)
+                    self.requests_resent += 1
+                    raise
+                if not (first and attempt.reused_and_unanswered and _connection_broke(exc)):
                     raise
                 broken = exc
-                self.requests_resent += 1
+                continue
+            finally:
+                _ATTEMPT.reset(token)
+            self.requests_resent += broken is not None
+            return
 
 
 def _client(card: Any, bindings: list[str], http: Any) -> Any:
@@ -300,8 +351,8 @@ def _refused(exc: BaseException) -> bool:
     return any(isinstance(e, httpx.ConnectError) for e in exception_chain(exc))
 
 
-def _stale_connection(exc: BaseException) -> bool:
-    """Whether ``exc`` is a connection that closed under a request before any reply."""
+def _connection_broke(exc: BaseException) -> bool:
+    """Whether ``exc`` is a connection that closed under a request."""
     import httpx
 
     broken = httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError

@@ -27,6 +27,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -154,8 +155,9 @@ def env_map(value: Any) -> Any:
     """An ``env:`` mapping with every value as text, as a process environment holds it.
 
     bat-cli accepted ``PORT: 9431`` and ``DEBUG: true``; they mean ``"9431"`` and
-    ``"true"`` (YAML's booleans written the way shells and .env files write them), and
-    ``null`` means the empty string. Names must be valid variable names, and no value may
+    ``"true"``, and ``null`` means the empty string. ``load_config`` has already put back
+    the text written for values YAML reinterprets (``010``, ``on``); what is left here
+    is data built in code. Names must be valid variable names, and no value may
     hold a NUL character (a process environment cannot: it ends the value there).
     """
     if value is None:
@@ -544,6 +546,39 @@ EXPANDED = (
 )
 
 
+def _env_maps(data: dict) -> Iterator[tuple[tuple, dict]]:
+    """Every ``env:`` map of an eval.yaml's data, with its key path."""
+    evaluation = data.get("evaluation")
+    agent = evaluation.get("agent") if isinstance(evaluation, dict) else None
+    if isinstance(agent, dict):
+        yield ("evaluation", "agent", "env"), agent.get("env")
+    for section in ("models", "judge"):
+        items = data.get(section)
+        if isinstance(items, dict):
+            yield (section, "env"), items.get("env")
+        elif isinstance(items, list):
+            for index, item in enumerate(items):
+                if isinstance(item, dict):
+                    yield (section, index, "env"), item.get("env")
+
+
+def _env_values_as_written(data: dict, text: str) -> None:
+    """``env:`` values YAML read as numbers, booleans or dates become the text the user
+    wrote (``010`` stays ``010``, ``on`` stays ``on``): the agent's environment is text,
+    and YAML 1.1's readings (octal, sexagesimal, yes/no) are not what anybody meant."""
+    paths = {
+        (*where, key): env
+        for where, env in _env_maps(data)
+        if isinstance(env, dict)
+        for key, value in env.items()
+        if isinstance(key, str) and value is not None and not isinstance(value, str | dict | list)
+    }
+    from bat.evaluation.locate import scalar_texts
+
+    for path, written in scalar_texts(text, paths).items():
+        paths[path][path[-1]] = written
+
+
 def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> ResolvedConfig:
     """Read, validate and resolve an eval.yaml; relative paths are taken from ``base`` (cwd).
 
@@ -563,6 +598,7 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
         data = {}
     if not isinstance(data, dict):
         raise InputError(f"{file}: the top level must be a mapping of keys")
+    _env_values_as_written(data, text)
     root = (base / _raw_root(data)).resolve()
     dotenv = read_dotenv(root / ".env")
     unset: dict[tuple, str] = {}  # key path -> its problem: an unset ${VAR}

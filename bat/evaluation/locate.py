@@ -54,6 +54,44 @@ def line_index(text: str) -> dict[Path_, int]:
     return lines
 
 
+def scalar_texts(text: str, paths: Iterable[Path_]) -> dict[Path_, str]:
+    """The plain scalars at ``paths`` of YAML ``text``, as written (``010``, ``on``,
+    ``1:30``), not as YAML 1.1 reads them (8, True, 90).
+
+    Why: an ``env:`` value becomes a process environment's text. The loader has already
+    turned ``LATENCY_MS: 010`` into the octal 8 and ``FLAG: on`` into True; the agent
+    should get what the user wrote. Composed without following aliases, only for the
+    few values that were not text (a file whose env values are all text never gets here).
+    """
+    wanted = set(paths)
+    if not wanted:
+        return {}
+    try:
+        loader = _IndexLoader(text)
+        try:
+            root = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except (yaml.YAMLError, InputError):
+        return {}
+    found: dict[Path_, str] = {}
+    prefixes = {path[:end] for path in wanted for end in range(len(path))}
+    stack: list[tuple[Any, Path_]] = [(root, ())] if root is not None else []
+    while stack:
+        node, path = stack.pop()
+        if path in wanted:
+            if isinstance(node, yaml.ScalarNode) and node.style is None:
+                found[path] = node.value
+            continue
+        if path not in prefixes:
+            continue
+        if isinstance(node, yaml.MappingNode):
+            stack.extend(((value, (*path, str(key.value))) for key, value in node.value))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, (*path, index)) for index, item in enumerate(node.value))
+    return found
+
+
 class _IndexLoader(BoundedLoader):
     """:class:`BoundedLoader` that turns each alias into a placeholder where it is written,
     so that mapping lines never walks the (possibly huge) structure an alias stands for."""

@@ -73,6 +73,7 @@ def preflight(resolved: ResolvedConfig) -> Preflight:
     if agent.start:
         settings, agent_warnings = check_agent_files(resolved, dataset)
         warnings += agent_warnings
+    warnings += extra_spans_warnings(resolved, settings)
     return Preflight(dataset=dataset, settings=settings, warnings=warnings)
 
 
@@ -132,15 +133,43 @@ def check_output_dir(output_dir: Path) -> None:
 
 
 def dataset_warnings(dataset: Dataset) -> list[str]:
-    """Tasks whose pass would prove little: they check nothing but the final status."""
-    weak = [task.id for task in dataset.tasks if not task.expected.checks_beyond_status]
-    if not weak:
+    """Tasks whose pass would prove little: they check nothing but the final status, or
+    nothing at all (``status: null`` and no other expectation)."""
+    weak = [task for task in dataset.tasks if not task.expected.checks_beyond_status]
+    nothing = [task.id for task in weak if task.expected.status is None]
+    status_only = [task.id for task in weak if task.expected.status is not None]
+    warnings = []
+    if status_only:
+        warnings.append(
+            f"{len(status_only)} task(s) check nothing but the final status "
+            f"({_some(status_only)}): an empty or wrong answer passes them (add "
+            "output_must_contain, output_regex or tool_calls)"
+        )
+    if nothing:
+        warnings.append(
+            f"{len(nothing)} task(s) check nothing at all ({_some(nothing)}: status: null and "
+            "no other expectation): every answer passes them"
+        )
+    return warnings
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def extra_spans_warnings(resolved: ResolvedConfig, settings: AgentSettings | None) -> list[str]:
+    """``evaluation.extra_spans`` join the agent's own span file: without one, they are
+    not read, and the user should hear why rather than see no tool call."""
+    evaluation = resolved.evaluation
+    if not resolved.extra_spans:
         return []
-    names = ", ".join(weak[:5]) + (f" and {len(weak) - 5} more" if len(weak) > 5 else "")
-    return [
-        f"{len(weak)} task(s) check nothing but the final status ({names}): an empty or "
-        "wrong answer passes them (add output_must_contain, output_regex or tool_calls)"
-    ]
+    if evaluation.agent.start and (settings is None or settings.config_path is None):
+        why = "the agent has no config file for bat to send its own spans to"
+    elif not evaluation.agent.start and evaluation.agent.spans_file is None:
+        why = "evaluation.agent.spans_file (the running agent's own span file) is not set"
+    else:
+        return []
+    return [f"evaluation.extra_spans is not read: {why}; they join the agent's own spans"]
 
 
 def warn(text: str) -> None:

@@ -14,16 +14,22 @@ from bat.evaluation.dataset import Dataset, DatasetCheck, check_dataset
 from bat.evaluation.secrets import display_url
 
 
-def warnings_of(resolved: ResolvedConfig, dataset: DatasetCheck | None = None) -> list[str]:
+def warnings_of(
+    resolved: ResolvedConfig, dataset: DatasetCheck | None = None, settings=None
+) -> list[str]:
     """What is worth knowing before a run: bat-cli keys without a meaning here, tasks
-    whose pass would prove little. Pass the ``dataset`` when it is checked already: a
-    large one takes seconds to read."""
-    from bat.evaluation.pipeline import dataset_warnings
+    whose pass would prove little, span files that will not be read. Pass the
+    ``dataset`` when it is checked already: a large one takes seconds to read; and the
+    agent's ``settings`` when bat starts it (read with ``read_agent_settings``)."""
+    from bat.evaluation.pipeline import dataset_warnings, extra_spans_warnings
 
     dataset = check_dataset(resolved.dataset) if dataset is None else dataset
     # The warnings are about the weak tasks only, so those stand for the dataset.
     weak = Dataset.model_construct(path=dataset.path, sha256=dataset.sha256, tasks=dataset.weak)
-    return [*resolved.warnings, *dataset_warnings(weak)]
+    spans = extra_spans_warnings(resolved, settings)
+    if resolved.evaluation.agent.start and settings is None:
+        spans = []  # the agent's files were not read: nothing known either way
+    return [*resolved.warnings, *dataset_warnings(weak), *spans]
 
 
 def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None) -> dict[str, Any]:

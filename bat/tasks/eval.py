@@ -120,10 +120,11 @@ def show(c: Context, json: bool = False) -> None:
 
     resolved = _config(c)
     dataset = check_dataset(resolved.dataset)  # once: a large one takes seconds
+    settings = None
     if resolved.evaluation.agent.start and resolved.root.is_dir():
-        read_agent_settings(resolved)  # the agent's files: what eval.run would refuse
+        settings = read_agent_settings(resolved)  # the agent's files: what eval.run refuses
     print(describe(resolved, as_json=json, dataset=dataset))
-    for warning in warnings_of(resolved, dataset):
+    for warning in warnings_of(resolved, dataset, settings):
         print(f"warning: {warning}", file=sys.stderr)
 
 

@@ -121,6 +121,35 @@ def test_judge_mode_outcome_is_accepted_with_a_warning_naming_the_key(tmp_path, 
     )
     result = bat("eval.show", cwd=project)
     assert result.code == 0 and "judge[1].mode: 'outcome'" in result.err
+    # bat doctor says it too, as a warning of its eval.yaml check (not a failure)
+    result = bat("doctor", "--json", cwd=project)
+    (check,) = [c for c in json.loads(result.out) if c["name"] == "eval.yaml"]
+    assert check["status"] == "warn" and not check["required"]
+    assert "judge[1].mode: 'outcome'" in check["detail"]
+
+
+def test_extra_spans_that_cannot_be_read_are_said_so(tmp_path, bat, home):
+    """They join the agent's own spans; without a file of its own, none is read."""
+    project = batcli_project(
+        tmp_path,
+        "evaluation:\n  extra_spans: [helper-spans.jsonl]\n  agent:\n    start: false\n",
+    )
+    result = bat("eval.show", cwd=project)
+    assert result.code == 0, result.err
+    assert [w for w in warnings(result.err) if STATUS_ONLY not in w] == [
+        "warning: evaluation.extra_spans is not read: evaluation.agent.spans_file (the "
+        "running agent's own span file) is not set; they join the agent's own spans"
+    ]
+    text = (project / "eval" / "eval.yaml").read_text()
+    (project / "eval" / "eval.yaml").write_text(text + "    spans_file: agent-spans.jsonl\n")
+    result = bat("eval.show", cwd=project)
+    assert result.code == 0 and "extra_spans" not in result.err
+    # bat starts the agent, which has no config file to send its spans to
+    make_project(tmp_path / "started", [{"id": "a", "turns": ["x"], "expected": {}}])
+    config = tmp_path / "started" / "eval" / "eval.yaml"
+    config.write_text(config.read_text() + "  extra_spans: [helper-spans.jsonl]\n")
+    result = bat("eval.show", cwd=tmp_path / "started")
+    assert "the agent has no config file for bat to send its own spans to" in result.err
 
 
 def test_max_trajectory_chars_and_budget_chars_together_is_an_error(tmp_path, bat, home):
@@ -181,6 +210,30 @@ def test_env_values_of_any_yaml_type_are_text(tmp_path):
     assert resolved.config.judges[0].env == {"JUDGE_KEY": "12345"}
 
 
+def test_env_values_reach_the_agent_as_written(tmp_path):
+    """YAML 1.1 reads ``010`` as 8, ``0x1F`` as 31, ``1:30`` as 90 and ``on`` as True; an
+    environment value is text, and the text written is what the user meant."""
+    project = batcli_project(
+        tmp_path,
+        "evaluation:\n  agent:\n    env: {A: 010, B: 0x1F, C: 1:30, D: 0.50, E: no, F: on,"
+        " G: 2024-01-01, H: 'kept', I: ~}\nmodels:\n  - {provider: openai, model: m,"
+        " env: {X: 007}}\n  - provider: openai\n    model: n\n    env:\n      Y: +1_000\n",
+    )
+    resolved = load_config(project / "eval" / "eval.yaml", base=project)
+    assert resolved.evaluation.agent.env == {
+        "A": "010",
+        "B": "0x1F",
+        "C": "1:30",
+        "D": "0.50",
+        "E": "no",
+        "F": "on",
+        "G": "2024-01-01",
+        "H": "kept",
+        "I": "",
+    }
+    assert [m.env for m in resolved.config.models] == [{"X": "007"}, {"Y": "+1_000"}]
+
+
 # --- tasks.json --------------------------------------------------------------------------
 
 
@@ -212,9 +265,11 @@ def test_show_warns_about_tasks_that_check_only_the_status(tmp_path, bat, home):
     result = bat("eval.show", cwd=project)
     assert result.code == 0, result.err
     assert warnings(result.err) == [
-        "warning: 8 task(s) check nothing but the final status (weak0, weak1, weak2, weak3, "
-        "weak4 and 3 more): an empty or wrong answer passes them (add output_must_contain, "
-        "output_regex or tool_calls)"
+        "warning: 7 task(s) check nothing but the final status (weak0, weak1, weak2, weak3, "
+        "weak4 and 2 more): an empty or wrong answer passes them (add output_must_contain, "
+        "output_regex or tool_calls)",
+        "warning: 1 task(s) check nothing at all (nothing: status: null and no other "
+        "expectation): every answer passes them",
     ]
     (project / "eval" / "input" / "tasks.json").write_text(json.dumps(tasks[-1:]))
     result = bat("eval.show", cwd=project)

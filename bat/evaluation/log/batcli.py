@@ -27,6 +27,13 @@ are. What bat-cli does not record gets a
 neutral value: no infrastructure failures (``infra_error`` None), no time to the first
 event, 0 model and tool calls. The label is the episodes' ``model_name``, else the
 ``model_name`` of summary.json, and the run id is the run folder's name.
+
+Outcomes are read as bat reads its own: a ``failed``, ``rejected`` or ``canceled``
+status is the agent's error (status ``error``, its kind read from the episode's final
+output as :mod:`bat.evaluation.failures` reads a status message), and a pass is
+*vacuous* when the episode's answer is empty or its verdict checked nothing but the
+status (the reason lists every check, in bat's format). So a bat-cli run and a bat run
+of the same agent count agent errors and vacuous passes alike.
 """
 
 from __future__ import annotations
@@ -41,8 +48,16 @@ from typing import Any
 from bat.atomic import write_text_atomic
 from bat.errors import InputError
 from bat.evaluation.dataset import TaskSpec, normalize_status
+from bat.evaluation.failures import from_state
 from bat.evaluation.log import layout
-from bat.evaluation.log.episode import EpisodeResult, EpisodeTrace, ToolCall, Usage, Verdict
+from bat.evaluation.log.episode import (
+    AgentError,
+    EpisodeResult,
+    EpisodeTrace,
+    ToolCall,
+    Usage,
+    Verdict,
+)
 from bat.evaluation.log.store import read_json_object
 from bat.evaluation.log.summary import (
     EpisodeRow,
@@ -87,10 +102,11 @@ def load(folder: Path) -> BatcliRun:
     given = read_json_object(folder / SUMMARY_FILE)
     path = folder / METRICS_FILE
     raw = read_json_object(path)
-    rows = _rows(raw, path)
+    facts = _episode_facts(folder)
+    rows = _rows(raw, path, facts.outputs)
     totals = raw.get("summary") if isinstance(raw.get("summary"), dict) else {}
     k = _count(given.get("k")) or _count(totals.get("k_attempts")) or _most_attempts(rows)
-    model = _model_name(folder, given)
+    model = facts.model_name or _given_name(given) or folder.name
     run_id = folder.resolve().parent.name
     task_ids = list(dict.fromkeys(row.task_id for row in rows))
     summary, metrics = summarize(
@@ -108,7 +124,7 @@ def load(folder: Path) -> BatcliRun:
     return BatcliRun(model=model, run_id=run_id, summary=summary, metrics=metrics)
 
 
-def _rows(raw: dict[str, Any], path: Path) -> list[EpisodeRow]:
+def _rows(raw: dict[str, Any], path: Path, outputs: dict[tuple[str, int], str]) -> list[EpisodeRow]:
     episodes = raw.get("per_episode")
     if not isinstance(episodes, list):
         raise InputError(f"{path} is malformed: 'per_episode' is not a list")
@@ -130,11 +146,15 @@ def _rows(raw: dict[str, Any], path: Path) -> list[EpisodeRow]:
         verdict = row.get("verdict") if isinstance(row.get("verdict"), dict) else {}
         reason = verdict.get("reason") if isinstance(verdict.get("reason"), str) else ""
         expected = row.get("expected_outcome")
+        output = outputs.get((task_id, attempts[task_id]))
+        status, agent_error = outcome(row.get("status"), output or "")
         rows.append(
             EpisodeRow(
                 task_id=task_id,
                 expected_outcome=expected if isinstance(expected, str) else None,
-                status=row["status"] if isinstance(row.get("status"), str) else "",
+                status=status,
+                agent_error=agent_error.kind if agent_error else None,
+                vacuous=passed and (_status_only(reason) or output == ""),
                 success=passed,
                 time=RowTime(wall_ms=wall_ms),
                 tokens=RowTokens(
@@ -144,10 +164,28 @@ def _rows(raw: dict[str, Any], path: Path) -> list[EpisodeRow]:
                 ),
                 verdict=RowVerdict(passed=passed, reason=reason),
                 attempt=attempts[task_id],
-                wall_time_s=round(wall_ms / 1000, 4),
+                wall_time_s=wall_ms / 1000,
             )
         )
     return rows
+
+
+def outcome(status: Any, output: str) -> tuple[str, AgentError | None]:
+    """The status word of a bat-cli episode, and the agent's error when it ended
+    ``failed``, ``rejected`` or ``canceled`` (bat's ``error``, with its kind)."""
+    if not isinstance(status, str):
+        return "working", None
+    word = status.strip().lower()
+    if word in ("failed", "rejected", "canceled", "cancelled"):
+        state = "canceled" if word == "cancelled" else word
+        return "error", from_state(state, output)
+    return normalize_status(status), None
+
+
+def _status_only(reason: str) -> bool:
+    """Whether a verdict's reason (every check, ``; ``-joined) names no check but the
+    status: such a pass says nothing about the answer."""
+    return all(part.startswith("status:") for part in reason.split("; ")) or reason == "no checks"
 
 
 def _passed(row: dict[str, Any], where: str) -> bool:
@@ -188,18 +226,39 @@ def _most_attempts(rows: list[EpisodeRow]) -> int:
     return max(counts.values(), default=1)
 
 
-def _model_name(folder: Path, given: dict[str, Any]) -> str:
-    """The episodes' ``model_name`` (provider:model), else summary.json's, else the folder's."""
+@dataclass
+class _EpisodeFacts:
+    """What the metrics rows lack, from the episode files: the final output of each
+    (task, attempt) and the model's ``model_name`` (provider:model)."""
+
+    outputs: dict[tuple[str, int], str]
+    model_name: str | None = None
+
+
+def _episode_facts(folder: Path) -> _EpisodeFacts:
+    facts = _EpisodeFacts(outputs={})
     for path in layout.episode_files(folder):
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            continue  # the report shows what it can of such a file; the name is elsewhere
-        name = data.get("model_name") if isinstance(data, dict) else None
-        if isinstance(name, str) and name:
-            return name
+            continue  # the report shows what it can of such a file; the rows stand alone
+        if not isinstance(data, dict):
+            continue
+        name = data.get("model_name")
+        if facts.model_name is None and isinstance(name, str) and name:
+            facts.model_name = name
+        aux = data.get("aux") if isinstance(data.get("aux"), dict) else {}
+        index = aux.get("attempt_index")
+        output = data.get("final_output")
+        if isinstance(index, int) and not isinstance(index, bool) and "task_id" in data:
+            key = (str(data["task_id"]), index + 1)
+            facts.outputs[key] = output if isinstance(output, str) else ""
+    return facts
+
+
+def _given_name(given: dict[str, Any]) -> str | None:
     name = given.get("model_name")
-    return name if isinstance(name, str) and name else folder.name
+    return name if isinstance(name, str) and name else None
 
 
 # --- re-judging (eval.verdict) ------------------------------------------------------------
@@ -255,13 +314,16 @@ def as_episode(data: dict[str, Any], path: Path) -> EpisodeResult:
     if isinstance(given, dict) and isinstance(given.get("passed"), bool):
         reason = given.get("reason")
         verdict = Verdict(passed=given["passed"], reason=reason if isinstance(reason, str) else "")
+    output = str(data.get("final_output") or "")
+    status, agent_error = outcome(status, output)
     try:
         return EpisodeResult(
             task_id=str(data["task_id"]),
             attempt=index + 1 if isinstance(index, int) and not isinstance(index, bool) else 1,
             model=str(data.get("model_name") or ""),
-            status=normalize_status(status) if isinstance(status, str) else "working",
-            final_output=str(data.get("final_output") or ""),
+            status=status,
+            agent_error=agent_error,
+            final_output=output,
             trace=EpisodeTrace(context_id="", tool_calls=calls, usage=usage, wall_time_s=wall),
             verdict=verdict,
             started_at="",

@@ -178,6 +178,72 @@ def test_the_episode_files_convert_to_episode_results():
         assert episode.trace.wall_time_s == pytest.approx(data["trace"]["wall_ms"] / 1000)
 
 
+def test_exact_wall_times_give_bat_clis_own_totals():
+    """No rounding before the statistics: the total is the one bat-cli wrote itself, to
+    the 4 decimals of a second that metrics.json keeps (docs/eval-formats.md)."""
+    from bat.evaluation.plot.runs import find_runs
+
+    [run] = find_runs(RUN)
+    written = json.loads((MODEL_DIR / "metrics.json").read_text())["summary"]["time"]
+    assert run.latency.total == round(written["total_wall_ms"] / 1000, 4)
+    assert run.latency.max == round(written["max_wall_ms"] / 1000, 4)
+
+
+def with_statuses(run_dir: Path, statuses: dict[str, str]) -> Path:
+    """The copied run with the episodes of some tasks ending in another status, in both
+    of bat-cli's files (as bat-cli writes a task that failed: ``failed``, not passed)."""
+    model_dir = run_dir / MODEL_DIR.name
+    metrics = json.loads((model_dir / "metrics.json").read_text())
+    for row in metrics["per_episode"]:
+        if row["task_id"] in statuses:
+            row["status"] = statuses[row["task_id"]]
+    (model_dir / "metrics.json").write_text(json.dumps(metrics))
+    for path in (model_dir / "episodes").glob("*.json"):
+        data = json.loads(path.read_text())
+        if data["task_id"] in statuses:
+            data["final_status"] = statuses[data["task_id"]]
+            data["final_output"] = "the model said: 429 Too Many Requests"
+            path.write_text(json.dumps(data))
+    return model_dir
+
+
+def test_failed_rejected_canceled_episodes_of_bat_cli_are_agent_errors(tmp_path):
+    from bat.evaluation.log import batcli
+
+    model_dir = with_statuses(copy_run(tmp_path), {"t09": "failed", "t00": "canceled"})
+    converted = batcli.load(model_dir)
+    totals = converted.summary.totals
+    # t09's five failed with a rate limit in their words; t00's five were canceled
+    assert {kind: n for kind, n in totals.agent_errors.items() if n} == {
+        "rate_limited": 5,
+        "canceled": 5,
+    }
+    rows = {(r.task_id, r.attempt): r for r in converted.metrics.per_episode}
+    assert rows[("t09", 1)].status == "error" and rows[("t09", 1)].agent_error == "rate_limited"
+    assert rows[("t11", 1)].status == "completed" and rows[("t11", 1)].agent_error is None
+    episodes = {(e.task_id, e.attempt): e for _, e in batcli.episodes(model_dir)}
+    assert episodes[("t00", 2)].status == "error"
+    assert episodes[("t00", 2)].agent_error.kind == "canceled"
+    assert episodes[("t00", 2)].agent_error.state == "canceled"
+
+
+def test_vacuous_passes_of_a_batcli_run_are_counted_as_in_ours():
+    """t07 checks only the status (input-required): its five passes say nothing."""
+    from bat.evaluation.log import batcli
+
+    converted = batcli.load(MODEL_DIR)
+    status_only = {
+        data["task_id"]
+        for data in episode_files().values()
+        if data["verdict"]["passed"]
+        and data["verdict"]["reason"].startswith("status:")
+        and ";" not in data["verdict"]["reason"]
+    }
+    assert status_only == {"t07"}
+    assert converted.summary.totals.vacuous_passes == 5
+    assert {r.task_id for r in converted.metrics.per_episode if r.vacuous} == status_only
+
+
 def test_without_episode_files_the_label_is_the_model_name_of_summary_json(tmp_path):
     from bat.evaluation.plot.runs import find_runs
 
