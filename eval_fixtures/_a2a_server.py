@@ -207,6 +207,20 @@ class Turn:
             await self.queue.enqueue_event(event)
         await updater.update_status(TaskState.TASK_STATE_COMPLETED)
 
+    async def artifacts(
+        self, artifacts: list[Artifact], state: TaskState, text: str | None = None
+    ) -> None:
+        """Send each artifact as an update of its own, then end the turn in ``state``
+        (with ``text`` as the status message, when given)."""
+        updater = await self.start()
+        for artifact in artifacts:
+            event = TaskArtifactUpdateEvent(
+                task_id=updater.task_id, context_id=updater.context_id, artifact=artifact
+            )
+            await self.queue.enqueue_event(event)
+        message = self.agent_message(text) if text else None
+        await updater.update_status(state, message=message)
+
     async def answer(self, text: str, mode: str, working: Meta = None, final: Meta = None) -> None:
         """Complete the turn with ``text``, carried where ``mode`` says.
 
@@ -284,6 +298,22 @@ def build_card(
     )
 
 
+def _precede(card: AgentCard, spec: str) -> None:
+    """List interfaces before the card's own one, at its address: ``spec`` is a comma
+    list of ``BINDING:VERSION`` (``JSONRPC:0.1,JSONRPC:0.3``), as cards that offer
+    several protocol versions (or one a client cannot speak) list them first."""
+    own = card.supported_interfaces[0]
+    listed = []
+    for item in filter(None, (word.strip() for word in spec.split(","))):
+        binding, _, version = item.partition(":")
+        url = own.url if binding == own.protocol_binding else f"http://{HOST}:9"
+        listed.append(AgentInterface(url=url, protocol_binding=binding, protocol_version=version))
+    if listed:
+        interfaces = [*listed, own]
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(interfaces)
+
+
 def old_card(card: AgentCard, version: str) -> dict[str, Any]:
     """``card`` in the format of a2a-sdk 0.2/0.3 (``url``, ``preferredTransport``...)."""
     interface = card.supported_interfaces[0]
@@ -333,7 +363,10 @@ def build_app(
         routes += create_rest_routes(request_handler=handler)
     elif transport == "jsonrpc":
         routes += create_jsonrpc_routes(
-            request_handler=handler, rpc_url="/", enable_v0_3_compat=card_version != "1.0"
+            request_handler=handler,
+            rpc_url="/",
+            enable_v0_3_compat=card_version != "1.0"
+            or "0.3" in os.environ.get("PRECEDING_INTERFACES", ""),
         )
     return Starlette(routes=routes), handler
 
@@ -364,6 +397,7 @@ def serve(
     binding = TRANSPORTS[args.transport]
     address = f"{HOST}:{grpc_sock.getsockname()[1]}" if grpc_sock else None
     card = make_card(port, not args.no_streaming, binding, address)
+    _precede(card, os.environ.get("PRECEDING_INTERFACES", ""))
     app, handler = build_app(card, executor, args.transport, args.card_version)
     import uvicorn
 

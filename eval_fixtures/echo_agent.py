@@ -14,8 +14,13 @@ Keywords (case-sensitive, checked in this order; the first that applies wins):
 * ``RAISE <text>``: the executor raises ``RuntimeError(<text>)`` before any event, as an
   agent whose model call failed does (a2a-sdk answers with an internal error carrying
   the text: JSON-RPC ``-32603``, HTTP 500 over REST);
-* the turn after an ``ASK`` or ``AUTH`` turn of the same context: completes with
-  ``got it: <text>``;
+* ``STEP <text>``: an artifact ``step: <text>`` (one of its own each turn), then
+  ``input-required`` with ``anything else?``: a task that gathers artifacts over turns;
+* ``BREAK <text>`` (at the start): the task opens and says WORKING, then the executor
+  raises ``RuntimeError(<text>)``, as an agent whose model call fails mid-turn does (the
+  error reaches a streaming client after the first events);
+* the turn after an ``ASK``, ``AUTH`` or ``STEP`` turn of the same context: completes
+  with ``got it: <text>``;
 * ``FAIL``: the task ends ``failed`` with the status message ``failure requested``, or
   with ``<message>`` for ``FAIL: <message>``;
 * ``REJECT``: the task ends ``rejected`` with ``I will not do that``;
@@ -24,6 +29,14 @@ Keywords (case-sensitive, checked in this order; the first that applies wins):
 * ``ASK``: the task ends ``input-required`` with ``What exactly do you mean?``;
 * ``CHUNKS``: completes with ``Hello, chunked world``, streamed as four chunks of one
   artifact (``append``); a non-streaming client gets the artifact with four parts;
+* ``DATA``: completes with an artifact holding one data part ``{"answer": 42}`` and the
+  status message ``Done!``;
+* ``FILE``: completes with an artifact holding one file part (``report.pdf`` at
+  ``http://127.0.0.1:9/report.pdf``);
+* ``PIECES``: completes with ``Hello, pieced world`` sent as four artifacts of their own
+  that share one name (as agents that stream each model chunk as a new artifact do);
+* ``UNFINISHED``: sends an artifact ``partial answer`` and returns with the task still
+  ``working`` (no final state: an agent whose executor stops early);
 * ``HISTORY``: completes with ``history: <earlier user texts of the context, ' | '-joined>``;
 * ``MODEL?``: completes with ``model: <MODEL>/<MODEL_PROVIDER>`` (the environment's);
 * anything else: completes with ``echo: <text>``.
@@ -36,11 +49,13 @@ options and their environment variables, and eval_fixtures/README.md for the eve
 from __future__ import annotations
 
 import os
+import uuid
 from collections import defaultdict
 
+from a2a.helpers import new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.types import AgentCard, AgentSkill, TaskState
+from a2a.types import AgentCard, AgentSkill, Artifact, Part, TaskState
 from a2a.utils.errors import UnsupportedOperationError
 
 from eval_fixtures._a2a_server import Turn, build_card, common_parser, hang_forever, pause, serve
@@ -53,6 +68,9 @@ REJECTION = "I will not do that"
 CANCELED = "canceled by the agent"
 SIGN_IN = "sign in first"
 CHUNKS = ("Hel", "lo, ", "chunked ", "world")
+PIECES = ("Hel", "lo, ", "pieced ", "world")
+STEP_QUESTION = "anything else?"
+FILE_URL = "http://127.0.0.1:9/report.pdf"
 
 
 class EchoExecutor(AgentExecutor):
@@ -78,7 +96,16 @@ class EchoExecutor(AgentExecutor):
             await hang_forever()
         if text.startswith("RAISE"):
             raise RuntimeError(text.removeprefix("RAISE").strip() or "raised")
-        if context_id in self.asked:
+        if text.startswith("BREAK"):
+            await turn.start()
+            raise RuntimeError(text.removeprefix("BREAK").strip() or "broke")
+        if text.startswith("STEP"):
+            self.asked.add(context_id)
+            step = Artifact(
+                artifact_id=str(uuid.uuid4()), parts=[new_text_part(f"step: {text[4:].strip()}")]
+            )
+            await turn.artifacts([step], TaskState.TASK_STATE_INPUT_REQUIRED, STEP_QUESTION)
+        elif context_id in self.asked:
             self.asked.discard(context_id)
             await turn.answer(f"got it: {text}", self.answer_in)
         elif "FAIL" in text:
@@ -96,6 +123,29 @@ class EchoExecutor(AgentExecutor):
             await turn.end(TaskState.TASK_STATE_INPUT_REQUIRED, QUESTION)
         elif "CHUNKS" in text:
             await turn.chunks(CHUNKS)
+        elif "DATA" in text:
+            data = Artifact(artifact_id=str(uuid.uuid4()), parts=[new_data_part({"answer": 42})])
+            await turn.artifacts([data], TaskState.TASK_STATE_COMPLETED, "Done!")
+        elif "FILE" in text:
+            part = Part(url=FILE_URL, filename="report.pdf", media_type="application/pdf")
+            file = Artifact(artifact_id=str(uuid.uuid4()), parts=[part])
+            await turn.artifacts([file], TaskState.TASK_STATE_COMPLETED)
+        elif "UNFINISHED" in text:
+            partial = Artifact(
+                artifact_id=str(uuid.uuid4()), parts=[new_text_part("partial answer")]
+            )
+            updater = await turn.start()
+            await updater.add_artifact(list(partial.parts), artifact_id=partial.artifact_id)
+        elif "PIECES" in text:
+            pieces = [
+                Artifact(
+                    artifact_id=str(uuid.uuid4()),
+                    name="current_result",
+                    parts=[new_text_part(piece)],
+                )
+                for piece in PIECES
+            ]
+            await turn.artifacts(pieces, TaskState.TASK_STATE_COMPLETED)
         else:
             await turn.answer(reply_to(text, earlier), self.answer_in)
 

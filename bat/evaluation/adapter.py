@@ -34,6 +34,7 @@ previous event (docs/eval-formats.md). Span files are the other source (``spans`
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import Sequence
@@ -121,23 +122,118 @@ class Observed:
     started_at: str = ""  # set by the runner, which knows when the episode began
 
 
+Piece = tuple[bool, str]  # (a text part?, its text): a part of an answer, rendered
+
+
 @dataclass
 class _Turn:
-    """Accumulates one turn's events."""
+    """Accumulates one turn's events.
 
+    ``earlier`` holds the artifacts (id -> pieces) of the episode's earlier turns: a task
+    continued over several turns keeps its artifacts, and a Task returned or streamed
+    now still carries them; only what this turn added is its answer."""
+
+    earlier: dict[str, list[Piece]] = field(default_factory=dict)
     status: str = "working"
     error_state: str | None = None  # failed, rejected or canceled
     task_id: str | None = None
-    artifacts: dict[str, list[str]] = field(default_factory=dict)  # id -> text parts
+    artifacts: dict[str, list[Piece]] = field(default_factory=dict)  # id -> this turn's
+    names: dict[str, str] = field(default_factory=dict)  # id -> the artifact's name
+    whole: dict[str, list[Piece]] = field(default_factory=dict)  # id -> every piece so far
     final_status_text: str = ""
     message_text: str = ""
 
+    def take_artifact(self, key: str, name: str, pieces: list[Piece]) -> None:
+        """A whole artifact as a Task holds it: this turn's part is what follows the
+        pieces of earlier turns (all of it when the artifact was replaced)."""
+        before = self.earlier.get(key, [])
+        if before and pieces[: len(before)] == before:
+            self._set(key, name, pieces[len(before) :], whole=pieces)
+        else:
+            self._set(key, name, pieces, whole=pieces)
+
+    def add_chunk(self, key: str, name: str, pieces: list[Piece], append: bool) -> None:
+        """An artifact update: its pieces add to this turn's (``append``) or replace it."""
+        if append:
+            mine = self.artifacts.get(key, []) + pieces
+            whole = self.whole.get(key, self.earlier.get(key, [])) + pieces
+        else:
+            mine = whole = pieces
+        self._set(key, name, mine, whole=whole)
+
+    def _set(self, key: str, name: str, pieces: list[Piece], *, whole: list[Piece]) -> None:
+        self.names[key] = name or self.names.get(key, "")
+        self.whole[key] = whole
+        if pieces:
+            self.artifacts[key] = pieces
+        else:
+            self.artifacts.pop(key, None)
+
     def output(self) -> str:
         # The answer may come in artifacts, a final status message or a plain message;
-        # take the first that has text so it is never lost to an empty last event. An
-        # artifact's parts are one text (chunks); separate artifacts are lines.
-        joined = "\n".join(text for text in ("".join(p) for p in self.artifacts.values()) if text)
+        # take the first that has text so it is never lost to an empty last event.
+        # Consecutive artifacts of one name are one answer sent in pieces (agents that
+        # stream each model chunk as an artifact of its own); other artifacts are lines.
+        groups: list[list[Piece]] = []
+        last_name = None
+        for key, pieces in self.artifacts.items():
+            name = self.names.get(key) or None
+            if groups and name is not None and name == last_name:
+                groups[-1] = groups[-1] + pieces
+            else:
+                groups.append(list(pieces))
+            last_name = name
+        joined = "\n".join(text for text in map(_join, groups) if text)
         return joined or self.final_status_text or self.message_text or ""
+
+
+def _pieces(parts: Any) -> list[Piece]:
+    """The parts of an artifact or message as text: a data part as its JSON, a file as
+    its name and URL (what an answer's checks can read), text as written."""
+    pieces: list[Piece] = []
+    for part in parts:
+        content = part.WhichOneof("content")
+        if content == "text":
+            pieces.append((True, part.text))
+        elif content == "data":
+            from google.protobuf.json_format import MessageToDict
+
+            value = _whole_numbers(MessageToDict(part).get("data"))
+            pieces.append((False, json.dumps(value, ensure_ascii=False, sort_keys=True)))
+        elif content in ("url", "raw"):
+            described = " ".join(x for x in (part.filename, part.url) if x)
+            pieces.append((False, f"[file {described or part.media_type or 'bytes'}]"))
+    return pieces
+
+
+def _whole_numbers(value: Any) -> Any:
+    """``value`` with whole floats as ints: protobuf's Value holds every number as a
+    double, so the agent's ``42`` arrives as ``42.0``."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _whole_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(item) for item in value]
+    return value
+
+
+def _join(pieces: list[Piece], glue: str = "") -> str:
+    """Text parts joined by ``glue`` (nothing, in an artifact: its parts may be the
+    chunks it was streamed in, which a Task keeps as parts); other parts on lines."""
+    out: list[str] = []
+    previous_text = False
+    for is_text, text in pieces:
+        if out:
+            out.append(glue if is_text and previous_text else "\n")
+        out.append(text)
+        previous_text = is_text
+    return "".join(out)
+
+
+def _message_text(message: Any) -> str:
+    """A message's parts, a line each (as a2a-sdk's ``get_message_text`` joins them)."""
+    return _join(_pieces(message.parts), "\n")
 
 
 class A2ASession:
@@ -188,8 +284,7 @@ class A2ASession:
             raise
         self.card = card
         self.card_document = document
-        # The factory takes the card's first interface it can speak; say which it was.
-        chosen = next(i for i in card.supported_interfaces if i.protocol_binding in bindings)
+        (chosen,) = card.supported_interfaces  # prepare() left the one bat speaks
         self.binding = f"{chosen.protocol_binding} {chosen.protocol_version or ''}".strip()
         return self
 
@@ -221,6 +316,7 @@ class A2ASession:
         status, output = "working", ""
         infra: InfraError | None = None
         agent_error: AgentError | None = None
+        artifacts: dict[str, list[Piece]] = {}  # every artifact of the episode, as it stands
         for index, text in enumerate(turns):
             if templates is not None and templates[index] is not None:
                 from bat.evaluation.turns import RenderError, render_turn
@@ -234,7 +330,7 @@ class A2ASession:
                     )
                     break
             continue_task = previous.task_id if previous and previous.status in CONTINUED else None
-            turn = _Turn()
+            turn = _Turn(earlier=dict(artifacts))
             record = TurnRecord(input=text, status="working")
             turn_started = time.perf_counter()
             try:
@@ -260,6 +356,7 @@ class A2ASession:
             record.task_id = turn.task_id
             record.wall_time_s = round(time.perf_counter() - turn_started, 6)
             trace.turns.append(record)
+            artifacts.update(turn.whole)
             status, output, previous = turn.status, record.output, turn
             if infra is not None or turn.status == "error":
                 break
@@ -341,7 +438,14 @@ def _client(card: Any, bindings: list[str], http: Any) -> Any:
         import grpc
 
         config.grpc_channel_factory = grpc.aio.insecure_channel
-    return ClientFactory(config).create(card)
+    try:
+        return ClientFactory(config).create(card)
+    except ValueError as exc:  # "no compatible transports found": a version it cannot read
+        (interface,) = card.supported_interfaces
+        raise OperationError(
+            f"a2a-sdk cannot speak the agent's {interface.protocol_binding} interface of "
+            f"protocol version {interface.protocol_version!r:.40}: {exc}"
+        ) from None
 
 
 def _refused(exc: BaseException) -> bool:
@@ -363,8 +467,6 @@ def _absorb(
     event: Any, turn: _Turn, trace: EpisodeTrace, index: int, t: float, opened_by: str | None
 ) -> None:
     """Fold one StreamResponse into the turn and the trace."""
-    from a2a.helpers.proto_helpers import get_message_text, get_text_parts
-
     kind = event.WhichOneof("payload")
     preview, state = "", None
     if kind == "task":
@@ -373,27 +475,27 @@ def _absorb(
         state = _state(task.status.state, turn)
         for artifact in task.artifacts:
             key = artifact.artifact_id or str(len(turn.artifacts))
-            turn.artifacts[key] = get_text_parts(artifact.parts)
+            turn.take_artifact(key, artifact.name, _pieces(artifact.parts))
         if task.status.HasField("message"):
-            preview = get_message_text(task.status.message)
+            preview = _message_text(task.status.message)
         _metadata(trace, task.metadata, task.status.message.metadata)
     elif kind == "status_update":
         update = event.status_update
         turn.task_id = update.task_id or turn.task_id
         state = _state(update.status.state, turn)
         if update.status.HasField("message"):
-            preview = get_message_text(update.status.message)
+            preview = _message_text(update.status.message)
         _metadata(trace, update.metadata, update.status.message.metadata)
     elif kind == "artifact_update":
         update = event.artifact_update
         turn.task_id = update.task_id or turn.task_id
         key = update.artifact.artifact_id or str(len(turn.artifacts))
-        parts = get_text_parts(update.artifact.parts)
-        turn.artifacts[key] = turn.artifacts.get(key, []) + parts if update.append else parts
-        preview = "".join(parts)
+        pieces = _pieces(update.artifact.parts)
+        turn.add_chunk(key, update.artifact.name, pieces, update.append)
+        preview = _join(pieces)
         _metadata(trace, update.metadata, update.artifact.metadata)
     elif kind == "message":
-        preview = get_message_text(event.message)
+        preview = _message_text(event.message)
         turn.message_text = preview or turn.message_text
         state = "completed"  # a plain message is the whole answer
         _metadata(trace, event.message.metadata)

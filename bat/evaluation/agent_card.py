@@ -219,7 +219,9 @@ def prepare(card: Any, url: str) -> list[str]:
     """Make ``card`` speakable from here; returns the bindings to offer the client.
 
     Legacy protocol versions are mapped to the 0.3 transports, interface addresses are
-    pointed at ``url``, and a card that offers nothing bat can speak is an error.
+    pointed at ``url``, and a card that offers nothing bat can speak is an error. The
+    card is left with the one interface bat will speak (:func:`choose`), so the client
+    has no choice to make and ``run.json`` can say which it was.
     """
     from a2a.types import AgentInterface
 
@@ -228,22 +230,24 @@ def prepare(card: Any, url: str) -> list[str]:
             AgentInterface(url=url, protocol_binding=JSONRPC, protocol_version="1.0")
         )
     too_old = []
+    usable = []
+    bindings = [JSONRPC, REST] + ([GRPC] if can_speak_grpc() else [])
     for interface in card.supported_interfaces:
         version = _version(interface.protocol_version)
         if version is not None and version < (0, 2):
             too_old.append(interface.protocol_version)
-        elif version is not None and version < (0, 3):
+            continue
+        if version is not None and version < (0, 3):
             interface.protocol_version = "0.3"  # 0.2's JSON-RPC methods are 0.3's
         _point_at(interface, url)
-    bindings = [JSONRPC, REST] + ([GRPC] if can_speak_grpc() else [])
-    offered = [i.protocol_binding for i in card.supported_interfaces]
-    usable = [
-        i
-        for i in card.supported_interfaces
-        if i.protocol_binding in bindings and i.protocol_version not in too_old
-    ]
+        if interface.protocol_binding in bindings:
+            usable.append(interface)
     if usable:
+        chosen = choose(usable)
+        del card.supported_interfaces[:]
+        card.supported_interfaces.append(chosen)
         return bindings
+    offered = [i.protocol_binding for i in card.supported_interfaces]
     if too_old:
         raise OperationError(
             f"the agent at {url} speaks A2A {', '.join(sorted(set(too_old)))}, which a2a-sdk "
@@ -258,6 +262,23 @@ def prepare(card: Any, url: str) -> list[str]:
         f"the agent at {url} offers no binding bat speaks (its card lists "
         f"{', '.join(offered) or 'none'}; bat speaks {', '.join(bindings)})"
     )
+
+
+def choose(interfaces: list[Any]) -> Any:
+    """The interface to speak among ``interfaces`` (all speakable), as a2a-sdk's client
+    factory would pick: the binding the card lists first, and of that binding's
+    interfaces the one of protocol 1.0, else a later one, else 0.3, else one that names
+    no version."""
+    binding = interfaces[0].protocol_binding
+    same = [i for i in interfaces if i.protocol_binding == binding]
+
+    def rank(interface: Any) -> int:
+        version = _version(interface.protocol_version)
+        if version is None:
+            return 3
+        return 0 if version == (1, 0) else 1 if version > (1, 0) else 2
+
+    return min(same, key=rank)  # min keeps the card's order among equals
 
 
 def _version(text: str) -> tuple[int, int] | None:

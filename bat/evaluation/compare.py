@@ -41,7 +41,9 @@ def resolve_side(reference: str, output_dir: Path) -> Path:
             if not folder.resolve().is_relative_to(run_dir.resolve()):
                 raise InputError(f"{folder} leads outside {run_dir} (a link out)") from None
     if model:
-        chosen = [d for d in dirs if d.name == model]
+        chosen = [d for d in dirs if d.name == model] or [
+            d for d in dirs if _label(run_dir, d) == model
+        ]
         if not chosen:
             names = ", ".join(d.name for d in dirs) or "none"
             raise InputError(
@@ -59,6 +61,19 @@ def resolve_side(reference: str, output_dir: Path) -> Path:
             f"run {run_dir.name} has several models ({names}): name one as {run_ref}:MODEL"
         )
     return dirs[0]
+
+
+def _label(run_dir: Path, folder: Path) -> str | None:
+    """The label a model folder is shown under (``openai:gpt-4.1``, bat-cli's
+    ``openai:echo-model``), so ``RUN:LABEL`` names it as well as ``RUN:FOLDER``."""
+    from bat.evaluation.log import batcli
+
+    if layout.is_run_folder(run_dir):
+        entries = rundir.read_run(run_dir).models
+        return next((e.label for e in entries if (run_dir / e.dir) == folder), None)
+    if batcli.is_model_folder(folder):
+        return batcli.load(folder).model
+    return None
 
 
 def _run_without_run_file(run_ref: str, output_dir: Path) -> Path | None:

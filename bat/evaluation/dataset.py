@@ -115,6 +115,13 @@ class AgentCallExpectation(_Strict):
     name: str = Field(min_length=1, validation_alias=AliasChoices("name", "agent"))
     times: Count = Field(default=1, ge=1)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_name(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "name" in value and "agent" in value:
+            raise ValueError("name and agent are one key (bat-cli writes agent): give one")
+        return value
+
 
 class TaskExpected(_Strict):
     """What a successful episode looks like; every check is optional.
@@ -320,7 +327,10 @@ def load_dataset(path: Path) -> Dataset:
     its line.
     """
     text, sha256 = _read(path)
-    tasks = _validated(text, _task_list())
+    try:
+        tasks = _validated(text, _task_list())
+    except _RepeatedKey as exc:
+        raise _repeated_key_error(path, text, exc) from None
     if tasks is not None and len({task.id for task in tasks}) != len(tasks):
         tasks = None  # duplicate ids: listed below
     if tasks is None:
@@ -422,7 +432,10 @@ def check_dataset(path: Path, *, chunk: int = 20_000) -> DatasetCheck:
     text, sha256 = _read(path)
     notes: dict[str, list] = {"stems": [], "weak": []}
     stems = notes["stems"]
-    valid = _validated(text, _task_notes(), notes, chunk) is not None
+    try:
+        valid = _validated(text, _task_notes(), notes, chunk) is not None
+    except _RepeatedKey as exc:
+        raise _repeated_key_error(path, text, exc) from None
     if valid and stems and len(set(stems)) == len(stems):
         _refuse_lone_surrogates(path, text)
         return DatasetCheck(path=path, sha256=sha256, count=len(stems), weak=notes["weak"])
@@ -437,11 +450,13 @@ def check_dataset(path: Path, *, chunk: int = 20_000) -> DatasetCheck:
 def _json_list_chunks(text: str, size: int) -> Iterator[str]:
     """The JSON list ``text`` cut into JSON lists of ``size`` items (the last: fewer).
 
-    The C decoder finds where each item ends (the item it builds is dropped at once).
+    The C decoder finds where each item ends (the item it builds is dropped at once:
+    its objects are not even made, only their keys checked, so a key written twice in
+    an object is found on the way, as ``_RepeatedKey``, for the price of nothing more).
     Raises ``_NotAList`` for anything but one well-formed list; the caller then leaves
     the file to the full reader, for the message.
     """
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(object_pairs_hook=_keys_once)
     space = re.compile(r"[ \t\n\r]*")
     pos = space.match(text).end()
     if not text.startswith("[", pos):
@@ -450,13 +465,16 @@ def _json_list_chunks(text: str, size: int) -> Iterator[str]:
     if text.startswith("]", pos):
         end_of_list = pos + 1  # an empty list
     else:
-        first, items = pos, 0
+        first, items, count = pos, 0, 0
         while True:
             try:
                 end = decoder.raw_decode(text, pos)[1]
+            except _RepeatedKey as exc:
+                raise _RepeatedKey(exc.key, index=count) from None
             except (ValueError, RecursionError):  # a 5,000-digit number is a ValueError
                 raise _NotAList from None
             items += 1
+            count += 1
             pos = space.match(text, end).end()
             if text.startswith("]", pos):
                 yield f"[{text[first:end]}]"
@@ -476,6 +494,35 @@ class _NotAList(ValueError):
     """The text is not one well-formed JSON list."""
 
 
+class _RepeatedKey(ValueError):
+    """A key written twice in one object of task ``index`` (JSON keeps the later one,
+    silently: an expectation written twice would be half lost)."""
+
+    def __init__(self, key: str, index: int | None = None) -> None:
+        super().__init__(key)
+        self.key, self.index = key, index
+
+
+def _keys_once(pairs: list[tuple[str, Any]]) -> None:
+    """The object hook of the chunking decoder: the keys are checked, nothing is made."""
+    if len(pairs) > 1 and len({key for key, _ in pairs}) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+
+
+def _repeated_key_error(path: Path, text: str, exc: _RepeatedKey) -> InputError:
+    where = f"tasks[{exc.index}]"
+    line = json_lines(text, within=[(exc.index,)]).get((exc.index,))
+    where += f" (line {line})" if line else ""
+    return InputError(
+        f"{path}: {where}: the key {exc.key!r} is written twice in one object (JSON would "
+        "keep the later one and lose the other)"
+    )
+
+
 def _noted(task: TaskSpec, info: ValidationInfo) -> None:
     """What :func:`check_dataset` keeps of a valid task; the task itself is dropped."""
     info.context["stems"].append(task.file_stem)
@@ -492,10 +539,15 @@ def _tasks_one_by_one(path: Path, text: str) -> list[TaskSpec]:
     """The tasks of ``text``, or one ``InputError`` listing every problem with its line."""
     from bat.input_files import parse_json
 
-    # Repeated keys pass, as on the fast path (pydantic's reader keeps the last one).
-    data = parse_json(text, path, repeated_keys=True)
+    data = parse_json(text, path)  # a key written twice is refused, as on the fast path
     prefix: tuple = ()
     if isinstance(data, dict) and "tasks" in data:
+        others = sorted(key for key in data if key != "tasks")
+        if others:
+            raise InputError(
+                f'{path}: {{"tasks": [...]}} holds other keys too, which bat does not read: '
+                + ", ".join(repr(key) for key in others[:5])
+            )
         data, prefix = data["tasks"], ("tasks",)
     if not isinstance(data, list):
         raise InputError(f'{path}: expected a JSON list of tasks (or {{"tasks": [...]}})')

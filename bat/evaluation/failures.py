@@ -74,8 +74,8 @@ def classify(exc: BaseException) -> InfraError | AgentError:
     connection = _connection_failure(chain)
     if connection is not None:
         return connection
-    status = _http_status(chain)
-    code, text = _error_of(chain)
+    code, text, body_status = _error_of(chain)
+    status = _http_status(chain) or body_status
     if status is not None:
         return _from_http(status, text)
     grpc_code = _grpc_code(chain)
@@ -88,7 +88,7 @@ def classify(exc: BaseException) -> InfraError | AgentError:
             )
         kind = _kind_from_words(text) or _AGENT_CODES.get(code, "unknown")
         return AgentError(kind=kind, message=_short(text), code=code)
-    if _is_sse_error(text):
+    if _is_sse_error(text) or _is_sse_error(_text(chain[0])):
         return AgentError(kind=_kind_from_words(text) or "agent_exception", message=_short(text))
     return InfraError(kind="protocol", message=_short(text))
 
@@ -139,8 +139,10 @@ def _http_status(chain: list[BaseException]) -> int | None:
     return None
 
 
-def _error_of(chain: list[BaseException]) -> tuple[int | None, str]:
-    """The JSON-RPC (or REST) error code and the most telling message in the chain."""
+def _error_of(chain: list[BaseException]) -> tuple[int | None, str, int | None]:
+    """The JSON-RPC error code, the most telling message in the chain, and the HTTP
+    status an error body names (a REST agent's ``{"error": {"code": 500, ...}}``, which
+    also comes as an SSE ``error`` event after a stream began)."""
     from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, A2AError
 
     text = _text(chain[0])
@@ -150,20 +152,22 @@ def _error_of(chain: list[BaseException]) -> tuple[int | None, str]:
             detail = _text(exc)
             if exc.data:
                 detail += f" ({json.dumps(exc.data, default=str)[:200]})"
-            return code, detail
+            return code, detail, None
         match = re.match(r"JSON-RPC Error (-?\d+): (.*)", _text(exc), re.DOTALL)
         if match:
-            return int(match[1]), match[2]
+            return int(match[1]), match[2], None
         body = _json_error(_text(exc))
         if body is not None:
-            return None, body
+            return None, body[0], body[1]
     import httpx
 
     for exc in chain:
         if isinstance(exc, httpx.HTTPStatusError):
-            body = _json_error(_response_text(exc.response)) or _response_text(exc.response)
-            return None, body or text
-    return None, text
+            body = _json_error(_response_text(exc.response))
+            if body is not None:
+                return None, body[0], None
+            return None, _response_text(exc.response) or text, None
+    return None, text, None
 
 
 def _from_http(status: int, text: str) -> InfraError | AgentError:
@@ -181,8 +185,13 @@ def _from_http(status: int, text: str) -> InfraError | AgentError:
 
 
 def _from_grpc(name: str, text: str) -> InfraError | AgentError:
+    text = re.sub(r"^gRPC Error [A-Z_]+: ", "", text)  # said once, not twice
     if name == "UNAVAILABLE":
-        return InfraError(kind="unreachable", message=_short(f"gRPC {name}: {text}"))
+        # A stream cut under a call is a broken connection (the agent went away during
+        # it), as on HTTP; no connection at all is an agent nobody can reach.
+        broke = re.search(r"stream removed|socket closed|connection reset|broken pipe", text, re.I)
+        kind = "crash" if broke else "unreachable"
+        return InfraError(kind=kind, message=_short(f"gRPC {name}: {text}"))
     if name in ("UNIMPLEMENTED", "INVALID_ARGUMENT"):
         return InfraError(kind="protocol", message=_short(f"gRPC {name}: {text}"))
     kind = (
@@ -211,19 +220,23 @@ def _grpc_code(chain: list[BaseException]) -> str | None:
     return None
 
 
-def _json_error(text: str) -> str | None:
-    """The message of an ``{"error": {...}}`` body (REST and SSE error events)."""
+def _json_error(text: str) -> tuple[str, int | None] | None:
+    """The message of an ``{"error": {...}}`` body (REST and SSE error events), and its
+    ``code`` when that is an HTTP status."""
     try:
         data = json.loads(text)
     except ValueError:
         return None
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict):
-        return str(error.get("message") or error.get("status") or error)
-    return str(error) if error else None
+        code = error.get("code")
+        status = code if isinstance(code, int) and 400 <= code <= 599 else None
+        return str(error.get("message") or error.get("status") or error), status
+    return (str(error), None) if error else None
 
 
 def _is_sse_error(text: str) -> bool:
+    """An error event the agent's server sent on a stream (not a broken connection)."""
     return text.startswith("SSE stream error") or _json_error(text) is not None
 
 

@@ -62,6 +62,10 @@ def _status(want: str, episode: EpisodeResult) -> Check:
     if episode.agent_error is not None:
         error = episode.agent_error
         detail += f" (agent error {error.kind}: {error.message})"
+    elif got == "working" and episode.infra_error is None:
+        # A2A ends a turn in a final or interrupted state; an answer that stops while the
+        # task still works is the agent's doing (or an agent that needs more time).
+        detail += " (the agent's reply ended before the task reached a final state)"
     if want == got:
         return Check(name="status", passed=True, detail=detail)
     return Check(name="status", passed=False, detail=f"{detail}, expected {want!r}")

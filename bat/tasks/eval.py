@@ -60,9 +60,28 @@ def _stage_run(c: Context, run: str | None, *, batcli: bool = False):
                 (p for p in (Path(chosen), output_dir / chosen) if batcli_files.model_folders(p)),
                 None,
             )
+        if found is None and batcli and not chosen:
+            _no_latest_but_batcli(output_dir)
         found = found or find_run(output_dir, chosen)
     c.config.eval.run_dir = str(found)
     return found
+
+
+def _no_latest_but_batcli(output_dir) -> None:
+    """Without a run of bat's under ``output_dir``, bat-cli's run folders there are named
+    (which is "the latest" between two formats is not bat's to guess)."""
+    from bat.errors import InputError
+    from bat.evaluation.log import batcli as batcli_files
+    from bat.evaluation.log.layout import RUN_FILE
+
+    if not output_dir.is_dir() or any(output_dir.glob(f"*/{RUN_FILE}")):
+        return
+    theirs = sorted(p.name for p in output_dir.iterdir() if batcli_files.model_folders(p))
+    if theirs:
+        raise InputError(
+            f"no runs of bat's in {output_dir}, but bat-cli run folders: {', '.join(theirs[:5])}"
+            f" — name one with --run (e.g. --run {theirs[-1]})"
+        )
 
 
 @contextmanager

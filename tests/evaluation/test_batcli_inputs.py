@@ -476,6 +476,10 @@ def test_verdict_finds_a_batcli_run_by_its_id_under_output_dir(tmp_path, bat, ho
     result = bat("eval.verdict", "--run", RUN.name, cwd=project)
     assert result.code == 0, result.err
     assert result.out.strip() == "5 verdict(s) changed"
+    # Without --run and no run of bat's there, bat-cli's run folders are named
+    result = bat("eval.verdict", cwd=project)
+    assert result.code == 2
+    assert f"bat-cli run folders: {RUN.name} — name one with --run" in result.err
 
 
 def test_verdict_with_a_malformed_episode_changes_nothing(tmp_path, bat, home):

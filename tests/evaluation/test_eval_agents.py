@@ -57,6 +57,23 @@ TASKS = [
     },
     {"id": "raise-timeout", "turns": ["RAISE Request timed out."], "expected": {"status": "error"}},
     {"id": "raise-bug", "turns": ["RAISE KeyError: 'plan'"], "expected": {"status": "error"}},
+    # An exception after the task began (a stream is open): the agent's error all the same.
+    {"id": "break-bug", "turns": ["BREAK KeyError: 'plan'"], "expected": {"status": "error"}},
+    {
+        "id": "break-rate",
+        "turns": ["BREAK Error code: 429 - Rate limit reached"],
+        "expected": {"status": "error"},
+    },
+    # A task continued over turns keeps its artifacts: each turn's answer is its own.
+    {
+        "id": "steps",
+        "turns": ["STEP one", "STEP two", "done"],
+        "expected": {"output_regex": "^got it: done$"},
+    },
+    # Data and file parts are part of the answer; one answer sent as artifacts of one name.
+    {"id": "data", "turns": ["DATA"], "expected": {"output_regex": '^\\{"answer": 42\\}$'}},
+    {"id": "file", "turns": ["FILE"], "expected": {"output_must_contain": ["report.pdf"]}},
+    {"id": "pieces", "turns": ["PIECES"], "expected": {"output_regex": "^Hello, pieced world$"}},
     # Expecting completion from a failing agent: a failure of the agent's, in pass@k.
     {"id": "fail-unexpected", "turns": ["FAIL"], "expected": {"status": "completed"}},
 ]
@@ -70,11 +87,16 @@ KINDS = {
     "raise-auth": "authentication_failed",
     "raise-timeout": "timeout",
     "raise-bug": "agent_exception",
+    "break-bug": "agent_exception",
+    "break-rate": "rate_limited",
     "fail-unexpected": "unknown",
 }
 # a2a-sdk's REST server answers an executor's exception with HTTP 500 "unknown exception",
 # whatever the exception said: honestly, bat can only call that an exception in the agent.
-REST_KINDS = {**KINDS, **{task: "agent_exception" for task in KINDS if task.startswith("raise")}}
+REST_KINDS = {
+    **KINDS,
+    **{task: "agent_exception" for task in KINDS if task.startswith(("raise", "break"))},
+}
 
 BINDINGS = [
     pytest.param({}, "JSONRPC 1.0", KINDS, id="jsonrpc"),
@@ -109,14 +131,17 @@ def test_every_binding_reads_answers_and_failures_alike(
     assert got == kinds
     # The chunked answer reads the same streamed or not; auth-required is its own status.
     assert found["chunks"]["final_output"] == "Hello, chunked world"
+    turns = [turn["output"] for turn in found["steps"]["trace"]["turns"]]
+    assert turns == ["step: one", "step: two", "got it: done"]
+    assert found["file"]["final_output"] == "[file report.pdf http://127.0.0.1:9/report.pdf]"
     assert found["auth"]["status"] == "auth-required"
     assert found["reject"]["agent_error"]["state"] == "rejected"
     totals = summary(run_dir)["totals"]
     assert totals["infra_failures"] == 0
     assert totals["agent_errors_total"] == len(kinds)
     assert {k: n for k, n in totals["agent_errors"].items() if n} == _count(kinds.values())
-    # Agent errors are the agent's outcomes: in pass@k (14 tasks, 13 passed).
-    assert totals["pass_at_k"] == round(13 / 14, 4)
+    # Agent errors are the agent's outcomes: in pass@k (20 tasks, 19 passed).
+    assert totals["pass_at_k"] == round(19 / 20, 4)
     (model,) = json.loads((run_dir / "run.json").read_text())["models"]
     assert model["binding"] == binding
     metrics = json.loads((run_dir / "agent-default" / "metrics.json").read_text())
@@ -131,6 +156,20 @@ def _count(values):
     for value in values:
         counts[value] = counts.get(value, 0) + 1
     return counts
+
+
+@pytest.mark.parametrize("streaming", ["1", "0"])
+def test_a_turn_that_ends_while_the_task_still_works_says_so(tmp_path, bat, home, streaming):
+    """The agent's doing (its executor returned early), not the harness's: no infra error."""
+    tasks = [{"id": "u", "turns": ["UNFINISHED"], "expected": {}}]
+    agent_env = {"NO_STREAMING": "0" if streaming == "1" else "1"}
+    project = make_project(tmp_path, tasks, agent_env=agent_env)
+    result = bat("eval.run", cwd=project)
+    assert result.code == 0, result.err
+    (episode,) = episodes(run_dirs(project)[0]).values()
+    assert episode["status"] == "working" and episode["final_output"] == "partial answer"
+    assert episode["infra_error"] is None and not episode["verdict"]["passed"]
+    assert "ended before the task reached a final state" in episode["verdict"]["reason"]
 
 
 def test_card_only_at_the_older_path_with_an_agent_already_running(tmp_path, bat, home):
@@ -158,6 +197,31 @@ def test_a_card_too_old_to_speak_is_said_so(tmp_path, bat, home):
     assert result.code == 1
     assert "speaks A2A 0.1.0" in result.err and "upgrade the agent" in result.err
     assert "no agent answers" not in result.err and "Traceback" not in result.err
+
+
+@pytest.mark.parametrize(
+    ("agent_env", "binding"),
+    [
+        # a2a-sdk's client takes the binding the card lists first, protocol 1.0 first
+        pytest.param({"PRECEDING_INTERFACES": "JSONRPC:0.3"}, "JSONRPC 1.0", id="0.3-then-1.0"),
+        # an interface too old to speak, listed first, is passed over (it was a traceback)
+        pytest.param(
+            {"TRANSPORT": "rest", "PRECEDING_INTERFACES": "JSONRPC:0.1"},
+            "HTTP+JSON 1.0",
+            id="0.1-first",
+        ),
+    ],
+)
+def test_a_card_with_several_interfaces(tmp_path, bat, home, agent_env, binding):
+    project = make_project(tmp_path, TASKS[:2], agent_env=agent_env)
+    result = bat("eval.run", cwd=project)
+    assert result.code == 0, result.out + result.err
+    (run_dir,) = run_dirs(project)
+    (model,) = json.loads((run_dir / "run.json").read_text())["models"]
+    assert model["binding"] == binding
+    assert all(e["verdict"]["passed"] for e in episodes(run_dir).values())
+    served = json.loads((run_dir / "card.json").read_text())["agent"]["card"]
+    assert len(served["supportedInterfaces"]) == 2  # the card as served, not as spoken
 
 
 def test_grpc_only_agent_without_the_grpc_extra(tmp_path, bat, home):

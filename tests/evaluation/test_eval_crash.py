@@ -12,6 +12,8 @@ import os
 import signal
 import time
 
+import pytest
+
 from tests.evalkit import episodes, make_project, run_dirs, start_bat, start_fixture, summary
 
 
@@ -137,11 +139,16 @@ def test_spent_restarts_leave_infrastructure_failures_that_retry_infra_runs(tmp_
     assert hang["earlier"] == ["retried/t3-hang__try1.1.json", "retried/t3-hang__try1.2.json"]
 
 
-def test_an_agent_bat_did_not_start_that_dies_is_an_infrastructure_failure(tmp_path, bat, home):
+@pytest.mark.parametrize("transport", ["jsonrpc", "grpc"])
+def test_an_agent_bat_did_not_start_that_dies_is_an_infrastructure_failure(
+    tmp_path, bat, home, transport
+):
+    """Its death under a request is a crash on every binding (gRPC says UNAVAILABLE both
+    for a stream cut under a call and for nobody listening: the words tell them apart)."""
     from tests.evalkit import free_port
 
     port = free_port()
-    agent = start_fixture("echo_agent", port)
+    agent = start_fixture("echo_agent", port, TRANSPORT=transport)
     try:
         tasks = [
             {"id": "a", "turns": ["one"], "expected": {"output_must_contain": ["echo: one"]}},

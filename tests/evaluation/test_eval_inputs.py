@@ -189,12 +189,34 @@ def test_every_problem_of_tasks_json_at_once(project, bat):
         ("{not json", "invalid JSON (line 1"),
         ('{"x": 1}', "expected a JSON list"),
         ("[]", "no tasks"),
+        # JSON keeps the later of two keys: an expectation written twice would be lost
+        (
+            '[{"id": "a", "turns": ["x"]},\n {"id": "b", "turns": ["y"],\n'
+            '  "expected": {"output_must_contain": ["zzz"]}, "expected": {}}]',
+            "tasks[1] (line 2): the key 'expected' is written twice in one object",
+        ),
+        (
+            '[{"id": "a", "turns": ["x"], "meta": {"k": 1, "k": 2}}]',
+            "tasks[0] (line 1): the key 'k' is written twice",
+        ),
+        ('{"tasks": [{"id": "a", "turns": ["x"], "id": "b"}]}', "'id': duplicate key"),
+        (
+            '{"tasks": [{"id": "a", "turns": ["x"]}], "Tasks": [{"id": "b", "turns": ["y"]}]}',
+            "holds other keys too, which bat does not read: 'Tasks'",
+        ),
+        (
+            '[{"id": "a", "turns": ["x"], "expected": {"agent_calls": '
+            '[{"agent": "planner", "name": "other"}]}}]',
+            "agent_calls[0] (line 1): name and agent are one key (bat-cli writes agent)",
+        ),
     ],
 )
 def test_malformed_tasks_json(project, bat, content, words):
     (project / "eval/input/tasks.json").write_text(content)
-    result = bat("eval.show", cwd=project)
-    assert result.code == 2 and words in result.err
+    for command in ("eval.show", "eval.run"):  # eval.show checks as a run loads
+        result = bat(command, cwd=project)
+        assert result.code == 2 and words in result.err, result.err
+        assert len(result.err.strip().splitlines()) <= 2
 
 
 @pytest.mark.parametrize(

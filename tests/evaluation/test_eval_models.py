@@ -78,6 +78,15 @@ def test_entries_that_would_share_a_folder_get_their_own(tmp_path, bat, home):
     ]
     for folder in dirs:  # each folder holds its own model's results, summarized
         assert summary(run_dir, folder)["totals"]["attempts"] == 1
+    # RUN:LABEL picks a model as RUN:FOLDER does
+    a, b = f"{run_dir.name}:openai:a/b", f"{run_dir.name}:{dirs[1]}"
+    both = bat("eval.compare", a, b, "--json", cwd=project)
+    assert both.code == 0, both.err
+    sides = json.loads(both.out)
+    assert (sides["a"]["folder"], sides["b"]["folder"]) == (
+        str(run_dir / dirs[0]),
+        str(run_dir / dirs[1]),
+    )
     # The same entries give the same folders next time, so runs compare model by model.
     assert bat("eval.run", cwd=project).code == 0
     second = json.loads((run_dirs(project)[1] / "run.json").read_text())

@@ -334,6 +334,9 @@ def test_compare_two_batcli_model_folders(tmp_path):
     same = compare_json(str(RUN), f"{RUN}:{MODEL_DIR.name}", cwd=tmp_path)
     assert same["tasks"] == data["tasks"]
     assert same["a"]["folder"] == same["b"]["folder"] == str(MODEL_DIR)
+    # RUN:LABEL, the label the side is shown under, names it too
+    by_label = compare_json(f"{RUN}:openai:echo-model", str(MODEL_DIR), cwd=tmp_path)
+    assert by_label["a"]["folder"] == str(MODEL_DIR)
 
 
 def test_compare_a_batcli_run_with_one_of_ours(tmp_path):
