@@ -178,7 +178,7 @@ class SpanIndex:
 
 def merge_span_report(trace: EpisodeTrace, report: dict[str, Any]) -> None:
     """Fill in from spans what the stream did not report (the stream wins where it spoke)."""
-    from bat.evaluation.adapter import add_reported
+    from bat.evaluation.turn_events import add_reported
 
     partial: dict[str, Any] = {}
     if trace.tool_source == "none":
