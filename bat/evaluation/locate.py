@@ -31,14 +31,7 @@ def line_index(text: str) -> dict[Path_, int]:
     written and never followed, so a document full of aliases costs no more than its
     text; the walk keeps its own stack, so nesting depth cannot exhaust Python's.
     """
-    try:
-        loader = _IndexLoader(text)
-        try:
-            root = loader.get_single_node()
-        finally:
-            loader.dispose()
-    except (yaml.YAMLError, InputError):
-        return {}
+    root = _nodes(text)
     lines: dict[Path_, int] = {}
     stack: list[tuple[Any, Path_]] = [(root, ())] if root is not None else []
     while stack:
@@ -66,14 +59,7 @@ def scalar_texts(text: str, paths: Iterable[Path_]) -> dict[Path_, str]:
     wanted = set(paths)
     if not wanted:
         return {}
-    try:
-        loader = _IndexLoader(text)
-        try:
-            root = loader.get_single_node()
-        finally:
-            loader.dispose()
-    except (yaml.YAMLError, InputError):
-        return {}
+    root = _nodes(text)
     found: dict[Path_, str] = {}
     prefixes = {path[:end] for path in wanted for end in range(len(path))}
     stack: list[tuple[Any, Path_]] = [(root, ())] if root is not None else []
@@ -90,6 +76,19 @@ def scalar_texts(text: str, paths: Iterable[Path_]) -> dict[Path_, str]:
         elif isinstance(node, yaml.SequenceNode):
             stack.extend((item, (*path, index)) for index, item in enumerate(node.value))
     return found
+
+
+def _nodes(text: str) -> Any:
+    """The YAML node tree of ``text``, aliases left where they are written; None when it
+    is not YAML (the reader that failed first says why)."""
+    try:
+        loader = _IndexLoader(text)
+        try:
+            return loader.get_single_node()
+        finally:
+            loader.dispose()
+    except (yaml.YAMLError, InputError):
+        return None
 
 
 class _IndexLoader(BoundedLoader):

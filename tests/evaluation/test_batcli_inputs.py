@@ -191,11 +191,16 @@ def test_errors_speak_the_keys_of_the_file(tmp_path, bat, home, content, says):
         assert "judge[0]" not in result.err  # the file has one judge, not a list
 
 
-def test_env_values_of_any_yaml_type_are_text(tmp_path):
+def test_env_values_of_any_yaml_type_are_text_as_written(tmp_path):
+    """bat-cli's ``PORT: 9431``, ``DEBUG: true``. YAML 1.1 reads ``010`` as 8, ``0x1F`` as
+    31, ``1:30`` as 90 and ``on`` as True; an environment value is text, and the text
+    written is what the user meant."""
     project = batcli_project(
         tmp_path,
         "evaluation:\n  agent:\n    env: {PORT: 9431, DEBUG: true, QUIET: false, EMPTY: null,"
-        " RATIO: 1.5}\nmodels:\n  - {provider: openai, model: m, env: {TEMPERATURE: 0}}\n"
+        " RATIO: 1.5, A: 010, B: 0x1F, C: 1:30, D: 0.50, E: no, F: on, G: 2024-01-01,"
+        " H: 'kept', I: ~}\nmodels:\n  - {provider: openai, model: m, env: {TEMPERATURE: 0}}"
+        "\n  - provider: openai\n    model: n\n    env:\n      Y: +1_000\n"
         "judge:\n  model: j\n  env: {JUDGE_KEY: 12345}\n",
     )
     resolved = load_config(project / "eval" / "eval.yaml", base=project)
@@ -205,22 +210,6 @@ def test_env_values_of_any_yaml_type_are_text(tmp_path):
         "QUIET": "false",
         "EMPTY": "",
         "RATIO": "1.5",
-    }
-    assert resolved.config.models[0].env == {"TEMPERATURE": "0"}
-    assert resolved.config.judges[0].env == {"JUDGE_KEY": "12345"}
-
-
-def test_env_values_reach_the_agent_as_written(tmp_path):
-    """YAML 1.1 reads ``010`` as 8, ``0x1F`` as 31, ``1:30`` as 90 and ``on`` as True; an
-    environment value is text, and the text written is what the user meant."""
-    project = batcli_project(
-        tmp_path,
-        "evaluation:\n  agent:\n    env: {A: 010, B: 0x1F, C: 1:30, D: 0.50, E: no, F: on,"
-        " G: 2024-01-01, H: 'kept', I: ~}\nmodels:\n  - {provider: openai, model: m,"
-        " env: {X: 007}}\n  - provider: openai\n    model: n\n    env:\n      Y: +1_000\n",
-    )
-    resolved = load_config(project / "eval" / "eval.yaml", base=project)
-    assert resolved.evaluation.agent.env == {
         "A": "010",
         "B": "0x1F",
         "C": "1:30",
@@ -231,7 +220,8 @@ def test_env_values_reach_the_agent_as_written(tmp_path):
         "H": "kept",
         "I": "",
     }
-    assert [m.env for m in resolved.config.models] == [{"X": "007"}, {"Y": "+1_000"}]
+    assert [m.env for m in resolved.config.models] == [{"TEMPERATURE": "0"}, {"Y": "+1_000"}]
+    assert resolved.config.judges[0].env == {"JUDGE_KEY": "12345"}
 
 
 # --- tasks.json --------------------------------------------------------------------------
