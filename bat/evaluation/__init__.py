@@ -9,9 +9,9 @@ Modules, in pipeline order: ``config``, ``variables``, ``dataset`` and
 ``agent_watchdog`` (start, stop, restart the agent; it never outlives bat),
 ``secrets`` (what must never be written or printed), ``agent_card`` and ``adapter``
 (find the card, talk A2A over any binding), ``turn_events`` (a turn's events as its
-answer and trace, the same over every binding, streaming or not), ``failures`` (agent errors apart from
-infrastructure failures), ``spans`` (traces from span files), ``runner`` (episodes,
-concurrently, surviving crashes),
+answer and trace, the same over every binding, streaming or not), ``failures`` (agent
+errors apart from infrastructure failures), ``spans`` (traces from span files),
+``runner`` (episodes, concurrently, surviving crashes),
 ``model_run`` and ``pipeline`` (the stages), ``verdict`` (deterministic checks),
 ``metrics`` (every statistic, computed once), ``judging``, ``plot`` (charts and the
 report, which only read), ``compare``, and ``schemas`` (JSON Schemas of every file).
