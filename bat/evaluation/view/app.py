@@ -8,6 +8,8 @@ Routes (every one read-only)::
     /runs/{run}/episodes/{model}/{file} an episode: turns, events, tools, verdict, judges
     /runs/{run}/raw/{model}/{file}      the episode file itself (JSON)
     /compare?a=RUN/MODEL&b=RUN/MODEL    two summarized models side by side, flips first
+    /charts                             the charts eval.plot drew (report.html's figures)
+    /charts/{file}                      one of them: NAME.svg or NAME.png
     /static/{file}                      the page's one script and style sheet
 
 Every response carries a strict Content-Security-Policy (scripts and styles from this
@@ -21,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import threading
 from collections.abc import AsyncIterator
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -40,7 +43,7 @@ from starlette.routing import Route
 from bat.errors import InputError
 from bat.evaluation.log import run as rundir
 from bat.evaluation.view import pages
-from bat.evaluation.view.watch import OUTCOMES, RunWatch
+from bat.evaluation.view.watch import OUTCOMES, OUTCOMES_MANY, RunWatch
 
 HERE = Path(__file__).parent
 STATIC = {"view.js": "text/javascript", "view.css": "text/css", "favicon.svg": "image/svg+xml"}
@@ -66,14 +69,23 @@ SECURITY_HEADERS = [
 ]
 
 
+WARM_RUNS = 3  # the newest runs read as the viewer starts
+
+
 def make_app(
     folder: Path,
     *,
     token: str | None,
     poll_s: float = 0.5,
     ping_s: float = 10.0,
+    warm: bool = False,
 ) -> Starlette:
-    """The viewer of every run under ``folder``; ``token``: required on every request."""
+    """The viewer of every run under ``folder``; ``token``: required on every request.
+
+    With ``warm``, the newest ``WARM_RUNS`` runs are read in a thread as it starts (each
+    episode once, the summaries, the dataset's tags), so the first look at a run of
+    10,000 episodes costs no more than any later one. ``eval.run --view`` does not warm:
+    it would take that time from the run beside it."""
     folder = Path(folder)
     templates = Environment(
         loader=FileSystemLoader(HERE / "templates"),
@@ -81,14 +93,26 @@ def make_app(
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    templates.globals.update(outcomes=OUTCOMES, percent=pages.percent, as_json=pages.as_json)
+    templates.globals.update(
+        outcomes=OUTCOMES,
+        outcomes_many=OUTCOMES_MANY,
+        percent=pages.percent,
+        as_json=pages.as_json,
+    )
     watches: dict[Path, RunWatch] = {}
+    watches_lock = threading.Lock()  # the warming thread makes them too
 
     def watch_of(run_dir: Path) -> RunWatch:
         key = run_dir.resolve()
-        if key not in watches:
-            watches[key] = RunWatch(run_dir, interval=poll_s)
-        return watches[key]
+        with watches_lock:
+            if key not in watches:
+                watches[key] = RunWatch(run_dir, interval=poll_s)
+            return watches[key]
+
+    if warm:
+        threading.Thread(
+            target=_warm, args=(folder, watch_of), name="bat-view-warm", daemon=True
+        ).start()
 
     def render(name: str, **values: Any) -> HTMLResponse:
         return HTMLResponse(templates.get_template(name).render(folder=folder.name, **values))
@@ -146,17 +170,19 @@ def make_app(
         watch = watch_of(run_dir)
         start = _first_wanted(request)
 
-        async def stream() -> AsyncIterator[ServerSentEvent]:
+        async def stream() -> AsyncIterator[ServerSentEvent | bytes]:
             nonlocal start
             while True:
                 status = await anyio.to_thread.run_sync(watch.refresh)
                 if start > watch.count():
-                    start = 0  # ids of another viewer process: send everything again
-                for found in watch.since(start):
-                    yield ServerSentEvent(
-                        data=json.dumps(found.data), event="episode", id=str(found.index)
-                    )
-                    start = found.index + 1
+                    # Ids of another viewer process (this one restarted): the page's
+                    # cells and counts are not this process's to continue; it reloads.
+                    yield ServerSentEvent(data="{}", event="reset")
+                    return
+                new = watch.since(start)
+                if new:  # every event found since the last look, in one write
+                    yield b"".join(found.streamed for found in new)
+                    start = new[-1].index + 1
                 if status != "running":
                     yield ServerSentEvent(data=json.dumps({"status": status}), event="end")
                     return
@@ -192,6 +218,17 @@ def make_app(
         values = await anyio.to_thread.run_sync(build)
         return render("compare.html", **values)
 
+    async def charts(request: Request) -> Response:
+        shown = await anyio.to_thread.run_sync(pages.chart_files, folder)
+        return render("charts.html", charts=shown)
+
+    async def chart(request: Request) -> Response:
+        path = pages.chart_file(folder, request.path_params["file"])
+        if path is None:
+            raise HTTPException(404, "no such chart")
+        kind = "image/svg+xml" if path.suffix == ".svg" else "image/png"
+        return Response(await anyio.to_thread.run_sync(path.read_bytes), media_type=kind)
+
     async def static(request: Request) -> Response:
         name = request.path_params["file"]
         if name not in STATIC:
@@ -212,12 +249,24 @@ def make_app(
             Route("/runs/{run}/episodes/{model}/{file}", episode),
             Route("/runs/{run}/raw/{model}/{file}", raw),
             Route("/compare", compare),
+            Route("/charts", charts),
+            Route("/charts/{file}", chart),
             Route("/static/{file}", static),
         ],
         exception_handlers={HTTPException: not_found},
         middleware=[Middleware(Guard, token=token)],
     )
     return app
+
+
+def _warm(folder: Path, watch_of: Any) -> None:
+    """Read the newest runs once, as their pages would (what cannot be read is said by
+    the page that shows it, not here)."""
+    for run_dir in pages.run_folders(folder)[:WARM_RUNS]:
+        try:
+            pages.run_view(run_dir, watch_of, grid=True)
+        except Exception:  # only a head start: the page reads it again, and says what fails
+            continue
 
 
 def _first_wanted(request: Request) -> int:

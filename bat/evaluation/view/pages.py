@@ -10,6 +10,7 @@ reached through a symbolic link, is "not found" (None).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -217,6 +218,11 @@ class RunView:
     card: Any = None
     record: Any = None
     matches: Any = None  # the filters' episodes (:class:`Matches`), with the grid
+    grid_page: int = 1  # the page of the grid's task rows shown
+    grid_pages: int = 1
+    grid_first: int = 0  # the rows shown: from grid_first (counted from 0) to grid_last
+    grid_last: int = 0
+    grid_rows: int = 0  # the rows in all
 
 
 def runs_page(folder: Path, watch_of: Any) -> list[RunView]:
@@ -245,8 +251,8 @@ def run_view(
         for model in record.models
     )
     entries: list[Found] = []
+    watch = watch_of(run_dir)
     if grid or record.status == "running" or not summarized:
-        watch = watch_of(run_dir)
         watch.refresh()
         entries = watch.since(0)
     view.next_event = len(entries)
@@ -271,19 +277,36 @@ def run_view(
             model_dir, problem = None, exc.message
             figures = None
         else:
-            figures, problem = _figures(model_dir)
+            paths = [layout.metrics_file(model_dir), layout.summary_file(model_dir)]
+            figures, problem = watch.memo(
+                f"figures {model.dir}", paths, functools.partial(_figures, model_dir)
+            )
         shown = ModelView(index, model.dir, model.status, model.reason, counts, figures, problem)
         if grid:
             shown.rows = _grid(record, index, model.dir, entries)
         view.models.append(shown)
     if grid:
-        view.matches = _matching(run_dir, record, entries, filters or Filters())
-        if filters is not None and filters.active:
+        filters = filters or Filters()
+        tags = watch.memo("tags", [layout.tasks_snapshot(run_dir)], lambda: _task_tags(run_dir))
+        view.matches = _matching(record, entries, filters, tags)
+        if filters.active:
             keep = view.matches
             view.models = [m for m in view.models if not filters.model or m.label == filters.model]
             for shown in view.models:
                 shown.rows = [r for r in shown.rows if keep.row_kept(str(r["task"]))]
+        _page_the_grid(view, filters.grid)
     return view
+
+
+def _page_the_grid(view: RunView, page: int) -> None:
+    """Keep one page of ``GRID_ROWS`` task rows of every model (the same rows for each)."""
+    view.grid_rows = max((len(m.rows) for m in view.models), default=0)
+    view.grid_pages = max(1, -(-view.grid_rows // GRID_ROWS))
+    view.grid_page = min(page, view.grid_pages)
+    view.grid_first = (view.grid_page - 1) * GRID_ROWS
+    view.grid_last = min(view.grid_first + GRID_ROWS, view.grid_rows)
+    for shown in view.models:
+        shown.rows = shown.rows[view.grid_first : view.grid_first + GRID_ROWS]
 
 
 def _grid(
@@ -364,7 +387,8 @@ def episode_page(run_dir: Path, model: str, path: Path) -> EpisodeView:
 
 # --- filters on the run page -----------------------------------------------------------------
 
-PAGE_SIZE = 100
+PAGE_SIZE = 100  # matching episodes listed on a page
+GRID_ROWS = 100  # task rows of the grid on a page: a run of 10,000 tasks stays usable
 _LONGEST = 200  # characters kept of a filter's value
 
 
@@ -378,26 +402,35 @@ class Filters:
     status: str = ""  # an outcome: pass, fail, error, infra, unreadable
     error: str = ""  # an infrastructure failure's or agent error's kind
     q: str = ""  # words looked for in the answers
-    page: int = 1
+    page: int = 1  # of the matching episodes
+    grid: int = 1  # of the grid's task rows (GRID_ROWS a page)
 
     KEYS = ("model", "task", "tag", "status", "error", "q")
 
     @classmethod
     def of(cls, params: Any) -> Filters:
         values = {key: str(params.get(key, "") or "").strip()[:_LONGEST] for key in cls.KEYS}
-        page = str(params.get("page", "") or "")
-        return cls(**values, page=int(page) if page.isdigit() and int(page) > 0 else 1)
+        return cls(**values, page=_page(params, "page"), grid=_page(params, "grid"))
 
     @property
     def active(self) -> bool:
         return any(getattr(self, key) for key in self.KEYS)
 
-    def query(self, page: int) -> str:
-        """The query string of these filters at ``page``."""
+    def query(self, page: int | None = None, grid: int | None = None) -> str:
+        """The query string of these filters, at ``page`` of the matches and ``grid`` of
+        the grid (each: as now, when not given; the first page is left out)."""
         from urllib.parse import urlencode
 
         pairs = [(key, getattr(self, key)) for key in self.KEYS if getattr(self, key)]
-        return urlencode([*pairs, ("page", str(page))])
+        for key, value in (("page", page or self.page), ("grid", grid or self.grid)):
+            if value > 1:
+                pairs.append((key, str(value)))
+        return urlencode(pairs)
+
+
+def _page(params: Any, key: str) -> int:
+    text = str(params.get(key, "") or "")
+    return int(text) if text.isdigit() and 0 < int(text) < 10**9 else 1
 
 
 @dataclass
@@ -438,14 +471,6 @@ def _task_tags(run_dir: Path) -> dict[str, frozenset[str]]:
     return {task.id: frozenset(task.all_tags) for task in dataset.tasks}
 
 
-def _answer(episode: EpisodeResult) -> str:
-    """Everything the agent answered in an episode: each turn's output, then the last."""
-    parts = [turn.output for turn in episode.trace.turns if turn.output]
-    if episode.final_output and episode.final_output not in parts:
-        parts.append(episode.final_output)
-    return "\n".join(parts)
-
-
 def _excerpt(text: str, words: str, width: int = 80) -> str:
     at = text.casefold().find(words.casefold())
     start = max(at - width, 0)
@@ -454,18 +479,22 @@ def _excerpt(text: str, words: str, width: int = 80) -> str:
 
 
 def _matching(
-    run_dir: Path, record: rundir.RunRecord, entries: list[Found], filters: Filters
+    record: rundir.RunRecord,
+    entries: list[Found],
+    filters: Filters,
+    task_tags: dict[str, frozenset[str]],
 ) -> Matches:
-    """The latest episode of each cell that every filter keeps, in grid order; the
-    answers are read only when a search asks for them."""
+    """The latest episode of each cell that every filter keeps, in grid order (a search
+    looks in the answers the run's watch kept: no file is read)."""
     found = Matches(filters, models=[m.dir for m in record.models])
-    found.task_tags = _task_tags(run_dir)
+    found.task_tags = task_tags
     found.tags = sorted({tag for tags in found.task_tags.values() for tag in tags})
     latest = list(_latest(entries).values())
     found.errors = sorted({str(e.data["error"]) for e in latest if e.data.get("error")})
     if not filters.active:
         return found
     rows = {task: n for n, task in enumerate(record.tasks)}
+    wanted = filters.q.casefold()
     kept: list[dict[str, Any]] = []
     for entry in latest:
         data = entry.data
@@ -480,10 +509,9 @@ def _matching(
             continue
         shown = {**data, "excerpt": None}
         if filters.q:
-            text = _answer_of(run_dir, record, entry)
-            if text is None or filters.q.casefold() not in text.casefold():
+            if wanted not in entry.answer.casefold():
                 continue
-            shown["excerpt"] = _excerpt(text, filters.q)
+            shown["excerpt"] = _excerpt(entry.answer, filters.q)
         kept.append(shown)
     kept.sort(
         key=lambda d: (
@@ -500,21 +528,41 @@ def _matching(
     return found
 
 
-def _answer_of(run_dir: Path, record: rundir.RunRecord, entry: Found) -> str | None:
-    index = int(entry.data.get("model_index", -1))
-    if not 0 <= index < len(record.models):
+# --- the charts page -------------------------------------------------------------------------
+
+
+@dataclass
+class ChartFile:
+    name: str  # eval.plot's name of the chart, its file ``<name>.svg``
+    modified: str  # when eval.plot wrote it (UTC)
+
+
+def chart_files(folder: Path) -> list[ChartFile]:
+    """The charts ``eval.plot`` drew into ``folder`` (regular files, not links), in its
+    order: the same figures as report.html, over every run of the folder."""
+    from datetime import UTC, datetime
+
+    from bat.evaluation.plot.specs import CHART_NAMES
+
+    found = []
+    for name in CHART_NAMES:
+        path = chart_file(folder, f"{name}.svg")
+        if path is not None:
+            stamp = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+            found.append(ChartFile(name, stamp.strftime("%Y-%m-%d %H:%M:%S UTC")))
+    return found
+
+
+def chart_file(folder: Path, file: str) -> Path | None:
+    """``folder/<file>`` when ``file`` is one of eval.plot's chart files (``NAME.svg`` or
+    ``NAME.png``) and a regular file there; else None."""
+    from bat.evaluation.plot.specs import CHART_NAMES
+
+    stem, _, suffix = file.rpartition(".")
+    if stem not in CHART_NAMES or suffix not in ("svg", "png"):
         return None
-    try:
-        model_dir = rundir.model_dir(run_dir, record.models[index], index)
-    except InputError:
-        return None
-    path = find_episode(model_dir, entry.name)
-    if path is None:
-        return None
-    try:
-        return _answer(store.read_episode(path))
-    except InputError:
-        return None
+    path = _inside(folder, file)
+    return path if path is not None and path.is_file() else None
 
 
 # --- the compare page ------------------------------------------------------------------------

@@ -120,7 +120,7 @@ def serve(
     if not folder.is_dir():
         listening.sock.close()
         raise InputError(f"{folder} is not a folder (give the folder of your runs with -f)")
-    app = make_app(folder, token=listening.token)
+    app = make_app(folder, token=listening.token, warm=True)
     if listening.token_made:
         announce(f"The viewer is reachable beyond this machine: its token is {listening.token}")
     announce(f"Serving the runs of {folder} at {listening.url} (Ctrl-C stops)")

@@ -11,11 +11,15 @@ order found: the first scan numbers what is already there by file time then name
 later scans append. The numbers are what the stream's event ids are, so a client that
 reconnects with ``Last-Event-ID: n`` is sent exactly the entries after ``n``. One
 :class:`RunWatch` per run is shared by every viewer of it: a scan and each episode's
-reading are paid once, however many viewers there are.
+reading are paid once, however many viewers there are. An entry also keeps the
+episode's answers (for the run page's search, which then reads no file) and says what
+the cell showed before it (``before``), so a page that shows only some rows of the grid
+still counts every episode right.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -36,6 +40,14 @@ OUTCOMES = {
     "infra": "infrastructure failure",
     "unreadable": "unreadable file",
 }
+# ... and the same words for a count other than one.
+OUTCOMES_MANY = {
+    "pass": "passed",
+    "fail": "failed",
+    "error": "agent errors",
+    "infra": "infrastructure failures",
+    "unreadable": "unreadable files",
+}
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,8 @@ class Found:
     model: str  # the model folder's name (its label)
     name: str  # the episode file's name
     data: dict[str, Any]  # the event's data: see :func:`describe`
+    answer: str = field(default="", compare=False, repr=False)  # searched, never streamed
+    streamed: bytes = field(default=b"", compare=False, repr=False)  # the event, encoded once
 
 
 @dataclass
@@ -57,8 +71,23 @@ class RunWatch:
     entries: list[Found] = field(default_factory=list)
     status: str = "running"  # run.json's, read just before the last scan
     _seen: dict[tuple[str, str], int] = field(default_factory=dict)  # -> mtime_ns
+    _outcome: dict[tuple[str, str], str] = field(default_factory=dict)  # -> the latest
     _scanned_at: float = float("-inf")
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _memo: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # key -> (stamp, value)
+    _memo_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def memo(self, key: str, paths: list[Path], compute: Any) -> Any:
+        """``compute()``, again only when one of ``paths`` changed (by size and time): a
+        run's metrics.json or dataset snapshot is read once, not on every page view."""
+        stamp = tuple(_stamp(path) for path in paths)
+        with self._memo_lock:  # two viewers (or the warm-up) asking at once read it once
+            kept = self._memo.get(key)
+            if kept is not None and kept[0] == stamp:
+                return kept[1]
+            value = compute()
+            self._memo[key] = (stamp, value)
+            return value
 
     def refresh(self) -> str:
         """Scan the run folder when the last scan is ``interval`` old; the run's status.
@@ -115,12 +144,37 @@ class RunWatch:
         for mtime, m, name, path in sorted(changed):
             label = record.models[m].dir
             self._seen[(label, name)] = mtime
-            data = describe(path, m, label, rows)
-            self.entries.append(Found(len(self.entries), label, name, data))
+            data, answer = describe(path, m, label, rows)
+            data["before"] = self._outcome.get((label, name))
+            self._outcome[(label, name)] = data["outcome"]
+            index = len(self.entries)
+            streamed = encode_event("episode", json.dumps(data), index)
+            self.entries.append(Found(index, label, name, data, answer, streamed))
 
 
-def describe(path: Path, model_index: int, label: str, rows: dict[str, int]) -> dict[str, Any]:
-    """The stream's data for one episode file: where its cell is and what it says."""
+def encode_event(event: str, data: str, ident: int | None = None) -> bytes:
+    """One Server-Sent Event as it goes on the wire (``data`` is one line of JSON).
+
+    Encoded once, when the episode is found: every viewer is sent the same bytes, all the
+    events of one look at the folder in one write (50 viewers of a run must not cost it
+    50 encodings and 50 writes per episode)."""
+    head = f"id: {ident}\r\n" if ident is not None else ""
+    return f"{head}event: {event}\r\ndata: {data}\r\n\r\n".encode()
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return (found.st_size, found.st_mtime_ns)
+
+
+def describe(
+    path: Path, model_index: int, label: str, rows: dict[str, int]
+) -> tuple[dict[str, Any], str]:
+    """The stream's data for one episode file (where its cell is and what it says), and
+    everything the agent answered in it."""
     match = layout.EPISODE_NAME.match(path.name)
     attempt = int(match["attempt"]) if match else 0
     try:
@@ -135,7 +189,7 @@ def describe(path: Path, model_index: int, label: str, rows: dict[str, int]) -> 
             "outcome": "unreadable",
             "title": f"{path.name}: {OUTCOMES['unreadable']}",
             "episode": path.name,
-        }
+        }, ""
     outcome, why = outcome_of(episode)
     row = rows.get(episode.task_id)
     return {
@@ -149,7 +203,15 @@ def describe(path: Path, model_index: int, label: str, rows: dict[str, int]) -> 
         "episode": path.name,
         "wall_time_s": round(episode.trace.wall_time_s, 3),
         "error": error_class(episode),
-    }
+    }, answer_of(episode)
+
+
+def answer_of(episode: EpisodeResult) -> str:
+    """Everything the agent answered in an episode: each turn's output, then the last."""
+    parts = [turn.output for turn in episode.trace.turns if turn.output]
+    if episode.final_output and episode.final_output not in parts:
+        parts.append(episode.final_output)
+    return "\n".join(parts)
 
 
 def outcome_of(episode: EpisodeResult) -> tuple[str, str]:

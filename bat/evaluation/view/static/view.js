@@ -30,14 +30,16 @@
 
     source.addEventListener("episode", (message) => {
       const episode = JSON.parse(message.data);
-      if (!episode.cell) return; // a task run.json does not list: shown on reload
-      const old = document.getElementById(episode.cell);
-      if (!old) return;
       const m = String(episode.model_index);
-      const before = seen.get(episode.cell);
+      // The counts cover every episode, the cells only the rows on this page: what a
+      // cell showed before comes from the page when it is here, else from the server.
+      const old = episode.cell ? document.getElementById(episode.cell) : null;
+      const before = old ? seen.get(episode.cell) : episode.before;
       if (before) bump(m, before, -1);
       else bump(m, "done", 1);
       bump(m, episode.outcome, 1);
+      eta();
+      if (!old) return; // a row on another page, or a task run.json does not list
       seen.set(episode.cell, episode.outcome);
       const cell = document.createElement("a");
       cell.id = episode.cell;
@@ -47,7 +49,10 @@
       cell.title = episode.title;
       cell.textContent = String(episode.attempt);
       old.replaceWith(cell);
-      eta();
+    });
+    source.addEventListener("reset", () => {
+      source.close(); // the viewer restarted: its numbering is new, the page starts again
+      window.location.reload();
     });
     source.addEventListener("end", (message) => {
       source.close();
@@ -75,7 +80,12 @@
     function bump(m, key, by) {
       const id = key === "done" ? "done-" + m : "n-" + m + "-" + key;
       const counter = document.getElementById(id);
-      if (counter) counter.textContent = String(Number(counter.textContent) + by);
+      if (counter) {
+        const n = Number(counter.textContent) + by;
+        counter.textContent = String(n);
+        const word = counter.parentElement.querySelector(".word");
+        if (word) word.textContent = n === 1 ? word.dataset.one : word.dataset.many;
+      }
       if (key === "done") {
         const bar = document.getElementById("progress-" + m);
         if (bar) bar.value = Number(bar.value) + by;
