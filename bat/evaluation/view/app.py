@@ -21,9 +21,11 @@ opened with ``?token=`` (so the page's links and its event stream keep working).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -111,7 +113,7 @@ def make_app(
 
     if warm:
         threading.Thread(
-            target=_warm, args=(folder, watch_of), name="bat-view-warm", daemon=True
+            target=_warm, args=(folder, watch_of, templates), name="bat-view-warm", daemon=True
         ).start()
 
     def render(name: str, **values: Any) -> HTMLResponse:
@@ -156,37 +158,55 @@ def make_app(
 
         return EventSourceResponse(stream(), ping=ping_s, headers={"cache-control": "no-store"})
 
+    run_pages = PageCache()
+
     async def run(request: Request) -> Response:
         run_dir = run_of(request)
         filters = pages.Filters.of(request.query_params)
-        view = await anyio.to_thread.run_sync(
-            lambda: pages.run_view(run_dir, watch_of, grid=True, filters=filters)
-        )
-        # The grid shows the entries numbered below next_event; the stream starts there.
-        return render("run.html", run=view, next_event=view.next_event, filters=filters)
+        watch = watch_of(run_dir)
+
+        def build() -> str:
+            watch.refresh()
+            # The page is the same for every viewer who asks before anything changes: 50
+            # viewers opening a run at its start cost one page, not fifty.
+            key = (run_dir, filters, watch.count(), pages.run_signature(run_dir))
+            return run_pages.get(key, lambda: make_run_page(run_dir, filters))
+
+        def make_run_page(run_dir: Path, filters: pages.Filters) -> str:
+            view = pages.run_view(run_dir, watch_of, grid=True, filters=filters)
+            # The grid shows the entries numbered below next_event; the stream starts there.
+            return templates.get_template("run.html").render(
+                folder=folder.name, run=view, next_event=view.next_event, filters=filters
+            )
+
+        return HTMLResponse(await anyio.to_thread.run_sync(build))
+
+    feeds: dict[Path, Feed] = {}
 
     async def events(request: Request) -> Response:
         run_dir = run_of(request)
         watch = watch_of(run_dir)
+        feed = feeds.setdefault(run_dir.resolve(), Feed(watch, poll_s))
         start = _first_wanted(request)
 
         async def stream() -> AsyncIterator[ServerSentEvent | bytes]:
             nonlocal start
-            while True:
-                status = await anyio.to_thread.run_sync(watch.refresh)
-                if start > watch.count():
-                    # Ids of another viewer process (this one restarted): the page's
-                    # cells and counts are not this process's to continue; it reloads.
-                    yield ServerSentEvent(data="{}", event="reset")
-                    return
-                new = watch.since(start)
-                if new:  # every event found since the last look, in one write
-                    yield b"".join(found.streamed for found in new)
-                    start = new[-1].index + 1
-                if status != "running":
-                    yield ServerSentEvent(data=json.dumps({"status": status}), event="end")
-                    return
-                await asyncio.sleep(poll_s)
+            version = 0
+            async with feed.following():
+                while True:
+                    version, status = await feed.after(version)
+                    if start > watch.count():
+                        # Ids of another viewer process (this one restarted): the page's
+                        # cells and counts are not this process's to continue; it reloads.
+                        yield ServerSentEvent(data="{}", event="reset")
+                        return
+                    new = watch.since(start)
+                    if new:  # every event found since the last look, in one write
+                        yield b"".join(found.streamed for found in new)
+                        start = new[-1].index + 1
+                    if status != "running":
+                        yield ServerSentEvent(data=json.dumps({"status": status}), event="end")
+                        return
 
         return EventSourceResponse(stream(), ping=ping_s, headers={"cache-control": "no-store"})
 
@@ -259,9 +279,71 @@ def make_app(
     return app
 
 
-def _warm(folder: Path, watch_of: Any) -> None:
-    """Read the newest runs once, as their pages would (what cannot be read is said by
-    the page that shows it, not here)."""
+class Feed:
+    """The looks at one run's folder that its streams follow: while any stream follows,
+    one task looks every ``poll_s`` and wakes them all after each look, so fifty viewers
+    cost the run one look (and no thread of their own) per interval."""
+
+    def __init__(self, watch: RunWatch, poll_s: float) -> None:
+        self.watch = watch
+        self.poll_s = poll_s
+        self.status = watch.status
+        self.version = 0  # the looks done
+        self.followers = 0
+        self._changed = asyncio.Condition()
+        self._task: asyncio.Task | None = None
+
+    @contextlib.asynccontextmanager
+    async def following(self) -> AsyncIterator[None]:
+        self.followers += 1
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._look_while_followed())
+        try:
+            yield
+        finally:
+            self.followers -= 1
+
+    async def after(self, version: int) -> tuple[int, str]:
+        """Wait for a look later than ``version``; its number and the run's status."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.version > version)
+            return self.version, self.status
+
+    async def _look_while_followed(self) -> None:
+        while self.followers > 0:
+            status = await anyio.to_thread.run_sync(self.watch.refresh)
+            async with self._changed:
+                self.status, self.version = status, self.version + 1
+                self._changed.notify_all()
+            await asyncio.sleep(self.poll_s)
+
+
+class PageCache:
+    """The last pages made, by what they were made of (a few; the oldest goes first)."""
+
+    SIZE = 32
+
+    def __init__(self) -> None:
+        self._pages: OrderedDict[Any, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any, make: Any) -> str:
+        with self._lock:  # one viewer makes it; the others asking meanwhile wait for it
+            if key in self._pages:
+                self._pages.move_to_end(key)
+                return self._pages[key]
+            page = make()
+            self._pages[key] = page
+            if len(self._pages) > self.SIZE:
+                self._pages.popitem(last=False)
+            return page
+
+
+def _warm(folder: Path, watch_of: Any, templates: Environment) -> None:
+    """Compile the pages' templates and read the newest runs once, as their pages would
+    (what cannot be read is said by the page that shows it, not here)."""
+    for name in templates.list_templates():
+        templates.get_template(name)
     for run_dir in pages.run_folders(folder)[:WARM_RUNS]:
         try:
             pages.run_view(run_dir, watch_of, grid=True)

@@ -84,6 +84,27 @@ def run_folders(folder: Path) -> list[Path]:
     return sorted(found, key=lambda p: p.name, reverse=True)
 
 
+def run_signature(run_dir: Path) -> tuple:
+    """When the files of a run that its page shows beside the episodes last changed:
+    run.json, gates.json, the card, the dataset snapshot, each model's summaries."""
+    stamps = []
+    for path in (
+        layout.run_file(run_dir),
+        layout.gates_file(run_dir),
+        layout.card_file(run_dir),
+        layout.tasks_snapshot(run_dir),
+        *run_dir.glob("*/summary.json"),
+        *run_dir.glob("*/metrics.json"),
+    ):
+        try:
+            found = path.stat()
+        except OSError:
+            stamps.append((path.name, None))
+            continue
+        stamps.append((str(path), found.st_size, found.st_mtime_ns))
+    return tuple(stamps)
+
+
 def runs_signature(folder: Path) -> str:
     """A digest of what the runs page shows at a glance: which runs there are, and when
     each run.json, summary or gates file last changed (not every episode: the runs page
@@ -392,7 +413,7 @@ GRID_ROWS = 100  # task rows of the grid on a page: a run of 10,000 tasks stays 
 _LONGEST = 200  # characters kept of a filter's value
 
 
-@dataclass
+@dataclass(frozen=True)
 class Filters:
     """The run page's filters, from its query string (a plain GET form)."""
 

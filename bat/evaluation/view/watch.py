@@ -103,19 +103,20 @@ class RunWatch:
             except InputError:
                 self._scanned_at = time.monotonic()
                 return self.status
-            self.status = record.status
             self._scan(record)
+            # Said only now that the scan is done: a stream that did not wait must not
+            # see "ended" before it can see every episode of the run.
+            self.status = record.status
             self._scanned_at = time.monotonic()
             return self.status
 
     def since(self, start: int) -> list[Found]:
-        """The entries numbered ``start`` and later."""
-        with self._lock:
-            return self.entries[max(start, 0) :]
+        """The entries numbered ``start`` and later. No lock: entries are only ever
+        appended, so a reader (on the event loop) never waits for a scan."""
+        return self.entries[max(start, 0) :]
 
     def count(self) -> int:
-        with self._lock:
-            return len(self.entries)
+        return len(self.entries)
 
     def _scan(self, record: rundir.RunRecord) -> None:
         rows = {task: n for n, task in enumerate(record.tasks)}
