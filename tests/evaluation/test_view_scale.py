@@ -169,3 +169,39 @@ def test_a_live_page_counts_the_episodes_of_rows_it_does_not_show(tmp_path, home
     assert now["shown"] == now["filled"] == ROWS
     assert now["done"] == "130" and now["passed"] == "128"
     assert now["errors"] == "2 agent errors"
+
+
+def test_many_streams_of_one_live_run_each_get_every_episode_once(tmp_path, home):
+    """The streams share one look at the folder per interval; each still gets every
+    episode exactly once, in order, then the end, whenever it joined."""
+    import threading
+
+    from tests.evaluation.test_view import Stream
+
+    tasks = [{"id": f"t{n:02}", "turns": [f"task {n}"], "expected": {}} for n in range(40)]
+    project = make_project(tmp_path / "p", tasks, concurrency=2, agent_env={"LATENCY_MS": "80"})
+    run = start_bat("eval.run", cwd=project, home=home)
+    got: dict[int, list] = {}
+    try:
+        run_dir = wait_for_run(project, run)
+        with viewer(cwd=project, home=home) as view:
+
+            def follow(n: int) -> None:
+                time.sleep(0.05 * n)  # they join one after another, while the run goes
+                stream = Stream(view.port, f"/runs/{run_dir.name}/events")
+                got[n] = [(event, ident) for event, ident, _ in stream.events()]
+                stream.close()
+
+            threads = [threading.Thread(target=follow, args=(n,)) for n in range(20)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=120)
+        assert run.wait(timeout=120) == 0, run.communicate()
+    finally:
+        if run.poll() is None:
+            run.send_signal(signal.SIGINT)
+            run.wait(timeout=30)
+    expected = [("episode", str(n)) for n in range(len(tasks))] + [("end", None)]
+    assert sorted(got) == list(range(20))
+    assert all(events == expected for events in got.values()), got

@@ -311,7 +311,10 @@ class Feed:
 
     async def _look_while_followed(self) -> None:
         while self.followers > 0:
-            status = await anyio.to_thread.run_sync(self.watch.refresh)
+            try:
+                status = await anyio.to_thread.run_sync(self.watch.refresh)
+            except OSError:  # the folder went away under the look: try again, never hang
+                status = self.status
             async with self._changed:
                 self.status, self.version = status, self.version + 1
                 self._changed.notify_all()
