@@ -139,12 +139,17 @@ class Stream:
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> tuple[Path, Path, Path]:
     """A project with one finished run of TASKS (k=2): the project, the run, a HOME."""
-    root = tmp_path_factory.mktemp("view")
+    return finished_run(tmp_path_factory.mktemp("view"), TASKS, k=2)
+
+
+def finished_run(root: Path, tasks: list[dict], codes=(0,), **settings) -> tuple[Path, Path, Path]:
+    """A project under ``root`` with one run of ``tasks`` made by a real ``bat eval.run``
+    (ending with one of ``codes``): the project, the run and the HOME it ran with."""
     home = root / "home"
     home.mkdir()
-    project = make_project(root / "p", TASKS, k=2)
-    result = run_bat("eval.run", cwd=project, env={"HOME": str(home)}, timeout=120)
-    assert result.code == 0, result.err
+    project = make_project(root / "p", tasks, **settings)
+    result = run_bat("eval.run", cwd=project, env={"HOME": str(home)}, timeout=180)
+    assert result.code in codes, result.err
     (run_dir,) = run_dirs(project)
     return project, run_dir, home
 
@@ -365,12 +370,7 @@ LIVE_FACTS = """(() => ({
 def test_the_run_page_fills_in_live_in_chromium(tmp_path, home, monkeypatch):
     from tests.evaluation.plot import test_report_browser as chromium
 
-    binary = chromium.chromium_binary()
-    flags = [f for f in chromium.FLAGS if not f.startswith("--window-size")]
-    monkeypatch.setattr(chromium, "FLAGS", [*flags, "--window-size=1366,768"])
-    profile = tmp_path / "chromium-profile"
-    profile.mkdir()
-    browser = chromium.Browser(binary, profile)
+    browser = chromium.laptop_browser(tmp_path / "chromium-profile", monkeypatch)
     project = live_project(tmp_path / "p")
     run = start_bat("eval.run", cwd=project, home=home)
     try:
@@ -422,18 +422,13 @@ def test_pages_render_in_chromium_without_errors(finished, tmp_path, page, monke
     text shown as text (screenshots kept under the test's tmp folder for a look)."""
     from tests.evaluation.plot import test_report_browser as chromium
 
-    binary = chromium.chromium_binary()
     project, run_dir, home = finished
     paths = {
         "runs": "/",
         "run": f"/runs/{run_dir.name}",
         "episode": f"/runs/{run_dir.name}/episodes/agent-default/hostile__try1.json",
     }
-    flags = [f for f in chromium.FLAGS if not f.startswith("--window-size")]
-    monkeypatch.setattr(chromium, "FLAGS", [*flags, "--window-size=1366,768"])
-    profile = tmp_path / "chromium-profile"
-    profile.mkdir()
-    browser = chromium.Browser(binary, profile)
+    browser = chromium.laptop_browser(tmp_path / "chromium-profile", monkeypatch)
     try:
         with viewer(cwd=project, home=home) as view:
             url = f"http://127.0.0.1:{view.port}{paths[page]}"

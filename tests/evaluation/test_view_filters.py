@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_bat
-from tests.evalkit import make_project, run_dirs
-from tests.evaluation.test_view import viewer
+from tests.evaluation.test_view import finished_run, viewer
 
 XSS = "<script>alert(1)</script> <img src=x onerror=alert(2)>"
 TASKS = [
@@ -26,14 +24,7 @@ TASKS = [
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> tuple[Path, Path, Path]:
     """A project with one finished run of TASKS (k=2): the project, the run, a HOME."""
-    root = tmp_path_factory.mktemp("filters")
-    home = root / "home"
-    home.mkdir()
-    project = make_project(root / "p", TASKS, k=2)
-    result = run_bat("eval.run", cwd=project, env={"HOME": str(home)}, timeout=120)
-    assert result.code in (0, 1), result.err
-    (run_dir,) = run_dirs(project)
-    return project, run_dir, home
+    return finished_run(tmp_path_factory.mktemp("filters"), TASKS, codes=(0, 1), k=2)
 
 
 def rows(page: str) -> list[tuple[str, str, str]]:
@@ -136,12 +127,7 @@ def look_in_chromium(port: int, path: str, shot: Path, monkeypatch) -> dict:
 
     from tests.evaluation.plot import test_report_browser as chromium
 
-    binary = chromium.chromium_binary()
-    flags = [f for f in chromium.FLAGS if not f.startswith("--window-size")]
-    monkeypatch.setattr(chromium, "FLAGS", [*flags, "--window-size=1366,768"])
-    profile = shot.parent / f"{shot.stem}-profile"
-    profile.mkdir()
-    browser = chromium.Browser(binary, profile)
+    browser = chromium.laptop_browser(shot.parent / f"{shot.stem}-profile", monkeypatch)
     try:
         session = browser.open(f"http://127.0.0.1:{port}{path}")
         time.sleep(0.3)

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_bat
-from tests.evalkit import make_project, run_dirs, start_bat
-from tests.evaluation.test_view import viewer, wait_for_run
+from tests.evalkit import make_project, start_bat
+from tests.evaluation.test_view import finished_run, viewer, wait_for_run
 
 ROWS = 100  # the grid's task rows on a page (pages.GRID_ROWS)
 # 130 tasks: a second page of the grid; the two agent errors are on it, off the first
@@ -23,14 +22,7 @@ MANY += [{"id": f"t{n:03}", "turns": ["FAIL: late"], "expected": {}} for n in (1
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory) -> tuple[Path, Path, Path]:
-    root = tmp_path_factory.mktemp("view-scale")
-    home = root / "home"
-    home.mkdir()
-    project = make_project(root / "p", MANY, concurrency=16)
-    result = run_bat("eval.run", cwd=project, env={"HOME": str(home)}, timeout=180)
-    assert result.code == 0, result.err
-    (run_dir,) = run_dirs(project)
-    return project, run_dir, home
+    return finished_run(tmp_path_factory.mktemp("view-scale"), MANY, concurrency=16)
 
 
 def cells(page: str) -> list[str]:
@@ -130,12 +122,7 @@ def test_a_live_page_counts_the_episodes_of_rows_it_does_not_show(tmp_path, home
     errors, off this page) are counted as they land, without a reload."""
     from tests.evaluation.plot import test_report_browser as chromium
 
-    binary = chromium.chromium_binary()
-    flags = [f for f in chromium.FLAGS if not f.startswith("--window-size")]
-    monkeypatch.setattr(chromium, "FLAGS", [*flags, "--window-size=1366,768"])
-    profile = tmp_path / "chromium-profile"
-    profile.mkdir()
-    browser = chromium.Browser(binary, profile)
+    browser = chromium.laptop_browser(tmp_path / "chromium-profile", monkeypatch)
     project = make_project(tmp_path / "p", MANY, concurrency=4, agent_env={"LATENCY_MS": "60"})
     run = start_bat("eval.run", cwd=project, home=home)
     try:

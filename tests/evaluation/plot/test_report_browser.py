@@ -33,6 +33,7 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -178,6 +179,15 @@ class Browser:
         finally:
             for fd in (self.write_fd, self.read_fd):
                 os.close(fd)
+
+
+def laptop_browser(profile: Path, monkeypatch) -> Browser:
+    """A Chromium whose window is a laptop screen's, 1366×768 (the pages are looked at
+    there), with its own new profile folder ``profile``."""
+    flags = [f for f in FLAGS if not f.startswith("--window-size")]
+    monkeypatch.setattr(sys.modules[__name__], "FLAGS", [*flags, "--window-size=1366,768"])
+    profile.mkdir()
+    return Browser(chromium_binary(), profile)
 
 
 def errors_of(events: list[dict], session: str) -> list[str]:
