@@ -31,6 +31,9 @@ JUDGE_DIMENSIONS = (
     "tool_call_appropriateness",
 )
 LABEL_LIMIT = 60  # columns of a label drawn in a chart (a wide character, 😀 or 東, is 2)
+# Rows of the task heatmap: beyond them the renderer runs out of stack (about 1,500 tasks)
+# and nobody reads the chart anyway; a larger dataset shows its worst tasks.
+HEATMAP_TASKS = 60
 
 
 @dataclass
@@ -214,6 +217,9 @@ def _heatmap_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
         return "no run has an episode"
     if not tasks:
         return f"no task id contains {task_filter!r}"
+    shown = len(tasks)
+    if len(tasks) > HEATMAP_TASKS:
+        tasks = worst_tasks(runs, tasks, HEATMAP_TASKS)
     names = chart_labels(tasks)
     rows = [
         {
@@ -252,9 +258,28 @@ def _heatmap_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
     )
     title = "Pass rate per task"
     if task_filter:
-        title += f" (task ids containing {drawable(repr(task_filter))}: {len(tasks)})"
+        title += f" (task ids containing {drawable(repr(task_filter))}: {shown})"
+    if shown > len(tasks):
+        title += f": the {len(tasks)} of {shown:,} with the lowest pass rate"
     chart = (cells + counts).properties(width=alt.Step(64), height=alt.Step(20))
     return title, chart
+
+
+def worst_tasks(runs: list[Run], tasks: list[str], most: int) -> list[str]:
+    """The ``most`` tasks of ``tasks`` with the lowest mean pass rate over the runs that
+    ran them, the worst first (ties in the dataset's order)."""
+    rates: dict[str, list[float]] = {task_id: [] for task_id in tasks}
+    for run in runs:
+        for task_id, count in run.tasks().items():
+            if task_id in rates and count.attempts:
+                rates[task_id].append(count.rate)
+    order = {task_id: n for n, task_id in enumerate(tasks)}
+
+    def badness(task_id: str) -> tuple[float, int]:
+        values = rates[task_id]
+        return (sum(values) / len(values) if values else 1.0, order[task_id])
+
+    return sorted(tasks, key=badness)[:most]
 
 
 def _pass_hat_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:

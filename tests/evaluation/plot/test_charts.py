@@ -151,6 +151,28 @@ def test_filter_narrows_the_heatmap_and_task_tables_only(runs_dir):
     assert "calc-add" in heatmap and "search-docs" in heatmap
 
 
+def test_a_dataset_of_thousands_of_tasks_shows_its_worst_in_the_heatmap(tmp_path):
+    """1,500 tasks once overflowed the renderer's stack (the heatmap was skipped); it now
+    shows the 60 with the lowest pass rate, worst first, and says so."""
+    # every task passes but every 25th, which fails one attempt in three or all three
+    outcomes = {
+        f"task-{n:04d}": ("fff" if n % 50 == 0 else "pfp") if n % 25 == 0 else "ppp"
+        for n in range(1500)
+    }
+    base = tmp_path / "output"
+    write_run(base, "20260101-000000-big", "openai:m", outcomes)
+    result = plot(base)
+    assert result.code == 0, result.err
+    assert "task_heatmap skipped" not in result.out + result.err
+    texts = svg_texts(base / "task_heatmap.svg")
+    assert any("the 60 of 1,500 with the lowest pass rate" in t for t in texts)
+    worst = [t for t in outcomes if outcomes[t] == "fff"]  # 30 of them
+    partial = [t for t in outcomes if outcomes[t] == "pfp"]  # 30 more: exactly 60
+    labels = [t for t in texts if t.startswith("task-")]
+    assert labels == worst + partial  # worst first, then in the dataset's order
+    assert "task-0001" not in texts
+
+
 def test_filter_is_a_case_sensitive_substring(runs_dir):
     result = plot(runs_dir, "-F", "-r")
     assert result.code == 0, result.err
