@@ -121,6 +121,7 @@ def make_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
         command=command_line(sys.argv),
         host=host(),
         selection=record.selection,
+        shard=record.shard,
     )
 
 
@@ -153,6 +154,7 @@ def finish_card(run_dir: Path) -> None:
         return
     card.ended_at = record.ended_at or rundir.now_iso()
     card.selection = record.selection
+    card.shard = record.shard
     write_card_file(run_dir, card)
 
 
@@ -284,9 +286,10 @@ def host() -> CardHost:
 # --- comparing two cards --------------------------------------------------------------------
 
 
-def comparable(a: Card, b: Card) -> list[str]:
+def comparable(a: Card, b: Card, note_dirty: bool = True) -> list[str]:
     """What differs between two runs' cards that makes their numbers not comparable,
-    each in plain words (empty: comparable)."""
+    each in plain words (empty: comparable); with ``note_dirty``, also a run whose agent
+    had uncommitted changes."""
     found: list[str] = []
 
     def differs(what: str, left: Any, right: Any) -> None:
@@ -308,7 +311,7 @@ def comparable(a: Card, b: Card) -> list[str]:
     commit_a = a.agent.git.commit[:12] if a.agent.git else None
     commit_b = b.agent.git.commit[:12] if b.agent.git else None
     differs("the agent's git commit differs", commit_a, commit_b)
-    for card in (a, b):
+    for card in (a, b) if note_dirty else ():
         if card.agent.git is not None and card.agent.git.dirty:
             found.append(
                 f"the agent of {card.run_id} had uncommitted changes: what ran is not "

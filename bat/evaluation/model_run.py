@@ -11,6 +11,7 @@ import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bat.errors import InputError
 from bat.evaluation import secrets
@@ -51,14 +52,18 @@ def run_model(
     record: ModelRecord,
     *,
     retry_infra: bool = False,
+    chosen: Callable[[Any, int], bool] | None = None,
     say: Say = print,
 ) -> None:
     """Run the model's missing episodes (and, with ``retry_infra``, its infrastructure
-    failures); fills ``record``. A model that cannot be evaluated raises a BatError."""
+    failures; with ``chosen``, only the (task, attempt) it keeps: a shard's slice); fills
+    ``record``. A model that cannot be evaluated raises a BatError."""
     evaluation = resolved.evaluation
     model_dir = run_dir / record.dir
     retry = store.infra_failures(model_dir) if retry_infra else set()
     work = plan(dataset.tasks, evaluation.k, store.episodes_done(model_dir), retry)
+    if chosen is not None:
+        work = [item for item in work if chosen(item.task, item.attempt)]
     if not work:
         say(f"[{record.label}] every episode is already there")
         record.status = "completed"

@@ -37,6 +37,7 @@ from bat.evaluation.log.summary import Summary, Totals
 from bat.evaluation.metrics import row_of, summarize
 from bat.evaluation.model_run import ModelRecord, agent_log, failed, model_record, run_model
 from bat.evaluation.selection import Selection
+from bat.evaluation.shards import Shard
 from bat.evaluation.verdict import judge_episode
 from bat.terminal import safe
 
@@ -183,10 +184,11 @@ def run_evaluation(
     resume: str | bool | None = None,
     retry_infra: bool = False,
     selection: Selection | None = None,
+    shard: Shard | None = None,
     say: Say = print,
 ) -> RunReport:
-    """Run every missing episode of every model (of the tasks ``selection`` chooses);
-    returns the run and what it lacks."""
+    """Run every missing episode of every model (of the tasks ``selection`` chooses, of
+    the slice ``shard`` holds); returns the run and what it lacks."""
     say = remember_secrets(resolved, say)
     checked = preflight(resolved)
     for warning in checked.warnings:
@@ -206,6 +208,13 @@ def run_evaluation(
                 f"again (leave out {selection.flags()})"
             )
         checked.dataset = recorded.apply(checked.dataset)
+        was = Shard.from_record(rundir.read_run(run_dir).shard)
+        if shard is not None and shard != was:
+            raise UsageError(
+                f"{run_dir.name} holds {'slice ' + str(was) if was else 'every episode'}; "
+                f"--resume runs it again (leave out --shard {shard})"
+            )
+        shard = was
         earlier = rundir.update_run(run_dir, status="running", resumed_at=rundir.now_iso())
         if earlier.dataset_sha256 != checked.dataset.sha256:
             warn(f"the dataset changed since {run_dir.name} started; new tasks are added to it")
@@ -215,15 +224,21 @@ def run_evaluation(
         run_dir = rundir.new_run_dir(resolved.output_dir, evaluation.run_name)
         record = _run_record(resolved, checked.dataset, run_dir, records)
         record.selection = selection.record(len(checked.dataset.tasks), total)
+        record.shard = shard.record() if shard else None
         rundir.write_run(run_dir, record)
         if not selection.empty:
             say(f"{len(checked.dataset.tasks)} of {total} tasks chosen by {selection.flags()}")
+        if shard is not None:
+            say(f"slice {shard} of the run's episodes (bat eval.merge puts the slices together)")
     write_card(run_dir, resolved, checked.dataset)  # a resumed run keeps its card
     say(f"run {run_dir}")
     errors: list[BatError] = []
     try:
-        for model, record in zip(resolved.models, records, strict=True):
-            error = _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say)
+        for index, (model, record) in enumerate(zip(resolved.models, records, strict=True)):
+            chosen = shard.slicer(index, checked.dataset.tasks, evaluation.k) if shard else None
+            error = _evaluate_model(
+                resolved, checked, run_dir, model, record, retry_infra, say, chosen
+            )
             errors += [error] if error else []
             rundir.update_run(run_dir, models=_entries(records))
         return _conclude(run_dir, records, errors, evaluation.max_infra_failures)
@@ -259,9 +274,11 @@ def _entries(records: list[ModelRecord]) -> list[dict]:
     return [record.model_dump(mode="json") for record in records]
 
 
-def _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say) -> BatError | None:
-    """Run one model; a failure is recorded for that model (and returned), and the run
-    goes on."""
+def _evaluate_model(
+    resolved, checked, run_dir, model, record, retry_infra, say, chosen=None
+) -> BatError | None:
+    """Run one model (only the episodes ``chosen`` keeps, when a shard runs); a failure is
+    recorded for that model (and returned), and the run goes on."""
     try:
         run_model(
             resolved,
@@ -271,6 +288,7 @@ def _evaluate_model(resolved, checked, run_dir, model, record, retry_infra, say)
             model,
             record,
             retry_infra=retry_infra,
+            chosen=chosen,
             say=say,
         )
     except BatError as exc:
@@ -514,6 +532,13 @@ def gate_stage(
 
     specs = [*resolved.config.gates, *extra]
     if not specs:
+        return None
+    shard = rundir.read_run(run_dir).shard
+    if shard:  # a slice's figures are not the run's: its gates wait for the merged run
+        say(
+            f"{len(specs)} gate(s) not checked on slice {shard['index']}/{shard['total']}: "
+            "bat eval.merge checks them on the merged run"
+        )
         return None
     rundir.model_dirs(run_dir)  # a crafted models[].dir is refused before any write
 

@@ -129,7 +129,7 @@ def describe(
     return "\n".join(lines)
 
 
-def plan(resolved: ResolvedConfig, selection: Any, gates: list[Any]) -> str:
+def plan(resolved: ResolvedConfig, selection: Any, gates: list[Any], shard: Any = None) -> str:
     """``eval.run --dry-run``: every input checked as ``eval.run`` checks it (the dataset,
     the agent's files, the judges' keys), then what would run — nothing is started and
     nothing is written."""
@@ -156,5 +156,14 @@ def plan(resolved: ResolvedConfig, selection: Any, gates: list[Any]) -> str:
         f"plan           {models} model(s) × {count} task(s) × k = {resolved.evaluation.k} "
         f"= {episodes} episode(s)"
     )
+    if shard is not None:
+        k = resolved.evaluation.k
+        mine = sum(
+            shard.keeps(m, attempt, t, count, k)
+            for m in range(models)
+            for attempt in range(1, k + 1)
+            for t in range(count)
+        )
+        lines.append(f"shard          slice {shard}: {mine} of those {episodes} episode(s)")
     lines.append("dry run: nothing was started or written")
     return "\n".join(lines)

@@ -166,6 +166,9 @@ def show(c: Context, json: bool = False) -> None:
         "view": "Serve the viewer (eval.view) beside the run and print its URL; it stops "
         "when the run ends.",
         "view_port": "With --view: the viewer's port (default 8765, or a free one).",
+        "shard": "Run slice I of N of the episodes (I/N; auto: GitLab's CI_NODE_INDEX/"
+        "CI_NODE_TOTAL; auto/N: a Kubernetes Indexed Job's JOB_COMPLETION_INDEX); "
+        "bat eval.merge puts the slices together.",
     },
 )
 def run(
@@ -183,6 +186,7 @@ def run(
     export: list[str] | None = None,
     view: bool = False,
     view_port: str | None = None,
+    shard: str | None = None,
 ) -> None:
     """Run the dataset k times per model against the live agent, then judge, summarize, gate.
 
@@ -196,6 +200,7 @@ def run(
     from bat.evaluation.gate_specs import command_line_gates
     from bat.evaluation.pipeline import run_evaluation
     from bat.evaluation.selection import Selection
+    from bat.evaluation.shards import Shard
 
     if isinstance(resume, str) and resume:
         _check_run(resume, "--resume")
@@ -204,12 +209,13 @@ def run(
     selection = Selection.of(task, tag, exclude_tag, _number(limit, "--limit", int))
     cli_gates = command_line_gates(gate or [], baseline, _number(max_drop, "--max-drop"))
     exports = [parse_target(spec) for spec in export or []]  # a bad one before any episode
+    sliced = Shard.parse(shard) if shard is not None else None
     resolved = _config(c)
     if dry_run:
         from bat.evaluation.show import plan
 
         c.config.eval.dry_run = True
-        print(plan(resolved, selection, [*resolved.config.gates, *cli_gates]))
+        print(plan(resolved, selection, [*resolved.config.gates, *cli_gates], sliced))
         return
     c.config.eval.gates = [spec.model_dump(mode="json") for spec in cli_gates]
     c.config.eval.exports = [f"{target.name}:{target.path}" for target in exports]
@@ -227,6 +233,7 @@ def run(
             resume=resume if resume not in ("", None) else None,
             retry_infra=retry_infra,
             selection=selection,
+            shard=sliced,
         )
     except BaseException:
         _stop_view()
@@ -382,7 +389,8 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
         "every episode and summary is kept",
         "draw them with: bat eval.plot" + (f" --folder {folder}" if folder else ""),
     ):
-        base = Path(folder) if folder else _config(c).output_dir
+        chained = setting(c, None, "eval.plot_folder", None)  # eval.merge -o DIR
+        base = Path(folder or chained) if folder or chained else _config(c).output_dir
         result = plot_folder(base, filter or None)
     print(f"{len(result.runs)} run(s) in {base}")
     for path in result.removed:
@@ -436,6 +444,65 @@ def compare(
         _, regressed, why = regression(result, max_drop=drop_allowed)
         if regressed:
             raise GateFailed(f"B regressed from A: {why}")
+
+
+@command(
+    variadic=True,  # `bat eval.merge A B C` means `bat eval.merge A,B,C`
+    short={"output": "o"},
+    iterable=["gate"],
+    help={
+        "runs": "The shards' run folders (or run ids under output_dir), one for each slice.",
+        "output": "The folder to write the merged run into (default: output_dir).",
+        "gate": "A gate, 'FIGURE OP NUMBER' (repeatable), beside eval.yaml's gates.",
+    },
+)
+def merge(c: Context, runs: str, output: str | None = None, gate: list[str] | None = None) -> None:
+    """Put the shards of a run (eval.run --shard I/N) back together into one run folder.
+
+    The shards must be one plan's slices, each once, of the same dataset, eval.yaml and
+    versions (else one line says what does not fit, and nothing is written). The merged
+    run is then summarized, gated and plotted as after eval.run (its post tasks), with
+    eval.run's exit statuses.
+    """
+    from pathlib import Path
+
+    from bat.errors import UsageError
+    from bat.evaluation.gates import trust_problems
+    from bat.evaluation.log import run as rundir
+    from bat.evaluation.merge import merge as merge_runs
+
+    if _dry(c):
+        return
+    from bat.evaluation.gate_specs import command_line_gates
+
+    references = [part for part in runs.split(",") if part.strip()]
+    if not references:
+        raise UsageError("eval.merge needs the shards' run folders: bat eval.merge RUN...")
+    cli_gates = command_line_gates(gate or [], None, None)  # a bad one before any write
+    folders = [_shard_folder(c, reference) for reference in references]
+    target = Path(output) if output else _config(c).output_dir
+    merged = merge_runs(folders, target)
+    print(f"Merged {len(folders)} shard(s) into {merged}")
+    c.config.eval.plot_folder = str(target)
+    c.config.eval.gates = [spec.model_dump(mode="json") for spec in cli_gates]
+    c.config.eval.run_dir = str(merged)
+    # the budget the shards ran with (the merge job may have no eval.yaml of its own)
+    config = rundir.read_run(merged).config.get("evaluation", {})
+    c.config.eval.untrusted = trust_problems(merged, int(config.get("max_infra_failures", 0)))
+    c.config.eval.chained = True
+
+
+def _shard_folder(c: Context, reference: str):
+    """A shard named by its folder, else by its run id under output_dir."""
+    from pathlib import Path
+
+    from bat.evaluation.log import layout
+    from bat.evaluation.log import run as rundir
+
+    _check_run(reference, "eval.merge")
+    if layout.is_run_folder(Path(reference)):
+        return Path(reference)
+    return rundir.find_run(_config(c).output_dir, reference)
 
 
 def _number(value: str | None, flag: str, kind: type = float):
@@ -549,9 +616,23 @@ def _output_dir_or_cwd(c: Context):
 _AFTER_JUDGE = [summarize, gate, plot, export, conclude]
 judge.post = list(_AFTER_JUDGE)
 run.post = [judge, *_AFTER_JUDGE]
+merge.post = list(_AFTER_JUDGE)
 
 ns = Collection("eval")
-for _task in (init, schema, show, run, judge, summarize, gate, verdict, plot, compare, export):
+for _task in (
+    init,
+    schema,
+    show,
+    run,
+    merge,
+    judge,
+    summarize,
+    gate,
+    verdict,
+    plot,
+    compare,
+    export,
+):
     ns.add_task(_task)
 ns.add_task(view)
 ns.configure({"eval": dict(DEFAULTS)})

@@ -144,6 +144,12 @@ class Card(BaseModel):
     selection: dict[str, Any] | None = Field(
         default=None, description="run.json's selection: the tasks chosen; null: all"
     )
+    shard: dict[str, Any] | None = Field(
+        default=None, description="run.json's shard: the slice of the plan run; null: all"
+    )
+    merged_from: list[dict[str, Any]] | None = Field(
+        default=None, description="run.json's merged_from: the shards of a merged run"
+    )
 
 
 def read_card(run_dir: Path) -> Card | None:

@@ -100,6 +100,11 @@ def agent_log(run_dir: Path, model_dir_name: str) -> Path:
     return run_dir / f"agent-{model_dir_name}.log"
 
 
+def shard_agent_log(run_dir: Path, model_dir_name: str, shard: int) -> Path:
+    """The agent log of one shard of a merged run (eval.merge keeps each)."""
+    return run_dir / f"agent-{model_dir_name}.shard-{shard}.log"
+
+
 def agent_process_record(log: Path) -> Path:
     return log.with_suffix(".process.json")
 

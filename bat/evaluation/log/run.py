@@ -108,6 +108,10 @@ class RunRecord(BaseModel):
     infra_failures: int | None = None  # left when the run ended
     # What of the dataset was chosen to run (--task/--tag/--exclude-tag/--limit); None: all.
     selection: dict[str, Any] | None = None
+    # The slice of the plan this run holds (eval.run --shard I/N): {index, total, of}.
+    shard: dict[str, Any] | None = None
+    # The shards a merged run was made of (eval.merge): [{run, shard}], in slice order.
+    merged_from: list[dict[str, Any]] | None = None
 
     def timestamp_utc(self) -> str | None:
         """When the run started, as bat-cli wrote it (``20261201_033109``)."""
