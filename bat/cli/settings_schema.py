@@ -132,6 +132,13 @@ class Kind:
         return self.convert(value)
 
 
+def image(value: Any) -> bool | str:
+    """``true`` (the image ``bat build`` tags) or an image reference (text)."""
+    if value is True or (isinstance(value, str) and value.strip().lower() == "true"):
+        return True  # from a file, or BAT_EVAL_IMAGE=true in the environment
+    return text(value)
+
+
 BOOLEAN = Kind(boolean)
 WHOLE_NUMBER = Kind(whole_number)
 PORT = Kind(port)
@@ -146,6 +153,7 @@ EXPLICIT_KINDS: dict[str, Kind] = {
     "init.agent.clients": NAMES,
     "init.agent.model": OPTIONAL_TEXT,
     "eval.run_dir": OPTIONAL_TEXT,
+    "eval.image": Kind(image, optional=True),
     "docker.registry": OPTIONAL_TEXT,
     "docker.repo": OPTIONAL_TEXT,
     "images.version": OPTIONAL_TEXT,

@@ -43,7 +43,7 @@ from pydantic import (
     model_validator,
 )
 
-from bat.errors import InputError
+from bat.errors import InputError, UsageError
 from bat.evaluation.agent_settings import port_problem
 from bat.evaluation.gate_specs import GateSpec
 from bat.evaluation.locate import dotted, line_index, validation_problems
@@ -353,6 +353,10 @@ class AgentSpec(_Strict):
     env: EnvMap = Field(default_factory=dict)
     spans_file: FilePath | None = None  # spans of an agent already running (start: false)
     max_restarts: Count = Field(default=20, ge=0, le=1000)  # per model, when the agent dies
+    # Start the agent from this container image (on the Docker engine DOCKER_HOST names)
+    # instead of running ``command``; ``replicas`` containers share the episodes.
+    image: Text | None = Field(default=None, min_length=1)
+    replicas: Count = Field(default=1, ge=1, le=64)
 
     @field_validator("env")
     @classmethod
@@ -363,6 +367,16 @@ class AgentSpec(_Strict):
         if problem:
             raise ValueError(f"PORT: {problem}")
         return value
+
+    @model_validator(mode="after")
+    def _replicas_of_an_image(self) -> AgentSpec:
+        if self.image is not None and not self.start:
+            raise ValueError("image is for an agent bat starts (start: true)")
+        if self.replicas > 1 and self.image is None:
+            raise ValueError(
+                "replicas are containers of an image: set image (or --image), or remove replicas"
+            )
+        return self
 
     @model_validator(mode="after")
     def _spans_of_a_running_agent(self) -> AgentSpec:
@@ -410,6 +424,16 @@ class EvaluationSection(_Strict):
                     f"agent_url has port {url_port} but agent.env has PORT {port}; bat starts "
                     "the agent with agent_url's port: set one of them"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _a_slot_per_replica(self) -> EvaluationSection:
+        """Each replica gets a share of ``concurrency``: one with no share would idle."""
+        if self.agent.replicas > self.concurrency:
+            raise ValueError(
+                f"agent.replicas ({self.agent.replicas}) is more than concurrency "
+                f"({self.concurrency}): each replica needs an episode at a time at least"
+            )
         return self
 
     @field_validator("run_name")
@@ -526,6 +550,21 @@ class ResolvedConfig(BaseModel):
         if labels.count(model.label) > 1:
             return f"{model.label} [{self.model_dir(model)}]"
         return model.label
+
+    def with_image(self, ref: str) -> ResolvedConfig:
+        """This configuration with the agent started from image ``ref`` (``--image``)."""
+        agent = self.evaluation.agent
+        if not agent.start:
+            raise UsageError(
+                "--image starts the agent from its image, but evaluation.agent.start is false"
+            )
+        try:
+            agent = AgentSpec.model_validate({**agent.model_dump(mode="json"), "image": ref})
+        except ValidationError as exc:
+            raise UsageError(f"--image {ref!r}: {exc.errors()[0]['msg']}") from None
+        evaluation = self.evaluation.model_copy(update={"agent": agent})
+        config = self.config.model_copy(update={"evaluation": evaluation})
+        return self.model_copy(update={"config": config})
 
     @property
     def agent_port(self) -> int:

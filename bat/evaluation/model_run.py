@@ -16,6 +16,7 @@ from typing import Any
 from bat.errors import InputError
 from bat.evaluation import secrets
 from bat.evaluation.agent_card import card_answers
+from bat.evaluation.agent_container import engine_is_local
 from bat.evaluation.agent_process import AgentProcess, tail
 from bat.evaluation.agent_settings import AgentSettings, read_dotenv, write_config_copy
 from bat.evaluation.card import note_agent_card
@@ -24,7 +25,7 @@ from bat.evaluation.dataset import Dataset
 from bat.evaluation.log import layout, store
 from bat.evaluation.log.run import ModelEntry
 from bat.evaluation.progress import Progress
-from bat.evaluation.runner import EpisodeRunner, plan
+from bat.evaluation.runner import EpisodeRunner, RestartBudget, plan, spread
 from bat.evaluation.spans import SpanIndex
 
 Say = Callable[[str], None]
@@ -69,15 +70,23 @@ def run_model(
         record.status = "completed"
         return
     model_dir.mkdir(parents=True, exist_ok=True)
-    agent = None
+    agents: list = []
+    urls = [resolved.agent_url]
     spans_file: Path | None = evaluation.agent.spans_file
     expected = spans_file is not None
+    image = evaluation.agent.image
     if evaluation.agent.start:
-        # Spans are read only when the agent has a config file to send them to our file.
-        spans_file = layout.spans_file(model_dir) if settings.config_path else None
+        # Spans are read only when the agent has a config file to send them to our file
+        # (and, for containers, only when the engine can mount the run folder).
+        readable = settings.config_path and (image is None or engine_is_local())
+        spans_file = layout.spans_file(model_dir) if readable else None
         expected = spans_file is not None and settings.writes_spans
-        log = agent_log(run_dir, record)
-        agent = _agent_process(resolved, settings, model, model_dir, log, spans_file)
+        if image is None:
+            log = agent_log(run_dir, record)
+            agents = [_agent_process(resolved, settings, model, model_dir, log, spans_file)]
+        else:
+            agents = _replicas(resolved, settings, model, run_dir, record, spans_file, say)
+            urls = [agent.url for agent in agents]
     elif not card_answers(resolved.agent_url):
         raise InputError(
             f"no agent answers at {resolved.agent_url} (at /.well-known/agent-card.json or "
@@ -86,55 +95,72 @@ def run_model(
     # The spans of agents it calls (extra_spans) join the conversations of its own file.
     spans = SpanIndex(spans_file, resolved.extra_spans, expected=expected) if spans_file else None
     try:
-        if agent is not None:
-            say(
-                f"[{record.label}] starting the agent: {evaluation.agent.command} "
-                f"(in {resolved.root})"
-            )
+        if agents:
+            what = f"{image} ×{len(agents)}" if image else evaluation.agent.command
+            say(f"[{record.label}] starting the agent: {what} (in {resolved.root})")
+        for agent in agents:
             agent.start()
             if agent.stale_stopped is not None:
                 say(
                     f"[{record.label}] stopped the agent an earlier bat left running "
                     f"(pid {agent.stale_stopped})"
                 )
+        for agent in agents:
             seconds = agent.wait_ready()
-            say(f"[{record.label}] agent ready at {resolved.agent_url} after {seconds:.1f} s")
+            say(f"[{record.label}] agent ready at {agent.url} after {seconds:.1f} s")
         progress = Progress(record.label, len(work))
-        runner = EpisodeRunner(
-            resolved.agent_url,
-            model=record.label,
-            shown_url=secrets.display_url(resolved.agent_url),
-            model_dir=model_dir,
-            concurrency=evaluation.concurrency,
-            turn_timeout_s=evaluation.turn_timeout_s,
-            spans=spans,
-            agent=agent,
-            max_restarts=evaluation.agent.max_restarts,
-            on_done=progress.update,
-            notice=progress.notice(say),
-        )
+        budget = RestartBudget(evaluation.agent.max_restarts)
+        runners = [
+            EpisodeRunner(
+                url,
+                model=record.label,
+                shown_url=secrets.display_url(url),
+                model_dir=model_dir,
+                concurrency=share,
+                turn_timeout_s=evaluation.turn_timeout_s,
+                spans=spans,
+                agent=agents[n] if agents else None,
+                budget=budget,
+                on_done=progress.update,
+                notice=progress.notice(say),
+            )
+            for n, (url, share) in enumerate(
+                zip(urls, shares(evaluation.concurrency, len(urls)), strict=True)
+            )
+        ]
+        if len(runners) > 1:
+            for n, runner in enumerate(runners, 1):
+                runner.name = f"replica {n}"
         try:
-            asyncio.run(runner.run(work))
+            asyncio.run(spread(runners, work) if len(runners) > 1 else runners[0].run(work))
         except BaseException:
             progress.abandon()
             raise
         finally:
-            record.restarts += runner.restarts
-            record.requests_resent += runner.requests_resent
-            record.binding = runner.binding or record.binding
-            note_agent_card(run_dir, runner.agent_card)
+            for runner in runners:
+                record.restarts += runner.restarts
+                record.requests_resent += runner.requests_resent
+                record.binding = record.binding or runner.binding
+                note_agent_card(run_dir, runner.agent_card)
         progress.finish()
         record.episodes_run += len(work)
         record.status = "completed"
         record.spans = _spans_word(spans)
         record.span_waits += spans.waits if spans is not None else 0
     finally:
-        if agent is not None:
+        for agent in agents:
             agent.close()
 
 
-def agent_log(run_dir: Path, record: ModelRecord) -> Path:
-    """Where the output of the model's agent goes."""
+def shares(concurrency: int, replicas: int) -> list[int]:
+    """``concurrency`` split over ``replicas`` as evenly as whole numbers allow."""
+    return [concurrency // replicas + (n < concurrency % replicas) for n in range(replicas)]
+
+
+def agent_log(run_dir: Path, record: ModelRecord, replica: int | None = None) -> Path:
+    """Where the output of the model's agent goes (of one replica, when there are several)."""
+    if replica is not None:
+        return layout.replica_agent_log(run_dir, record.dir, replica)
     return layout.agent_log(run_dir, record.dir)
 
 
@@ -153,23 +179,82 @@ def _spans_word(spans: SpanIndex | None) -> str:
     return "expected" if spans.expected else "not expected"
 
 
-def _agent_process(resolved, settings, model, model_dir, log, spans_file) -> AgentProcess:
-    agent = resolved.evaluation.agent
-    env = {**read_dotenv(resolved.root / ".env"), **os.environ, **agent.env}
+def _settings_env(resolved, settings, model, model_dir, spans_file) -> dict[str, str]:
+    """What bat sets for the agent, over its own files: ``evaluation.agent.env``, the
+    model's settings, and the config copy that sends its spans into the run folder."""
+    env = dict(resolved.evaluation.agent.env)
     if model is not None:
         env.update(MODEL=model.model, MODEL_PROVIDER=model.provider)
         if model.base_url:
             env["BASE_URL"] = model.base_url
         env.update(model.env)
-    env["PORT"] = str(resolved.agent_port)  # where bat waits for it, whatever else says
     if settings is not None and spans_file is not None:
         copy = write_config_copy(
             settings, layout.agent_config_copy(model_dir), spans_file.resolve()
         )
         if copy is not None:
             env["CONFIG_PATH"] = str(copy.resolve())
+    return env
+
+
+def _replicas(resolved, settings, model, run_dir, record, spans_file, say) -> list:
+    """The containers of ``evaluation.agent.image`` for this model, not started yet."""
+    from bat.evaluation.agent_container import (
+        LABEL,
+        ContainerAgent,
+        container_env,
+        engine_host_name,
+        find_image,
+        remove_left_behind,
+    )
+    from bat.images.engine import connect
+
+    agent = resolved.evaluation.agent
+    model_dir = run_dir / record.dir
+    client = connect()
+    record.image = find_image(client, agent.image, say)
+    left = remove_left_behind(client, run_dir.resolve(), record.dir)
+    if left:
+        say(f"[{record.label}] removed {len(left)} container(s) an earlier bat left running")
+    overrides = _settings_env(resolved, settings, model, model_dir, spans_file)
+    dotenv = read_dotenv(resolved.root / ".env")
+    host = engine_host_name()
+    mounts = [model_dir.resolve()] if spans_file is not None else []
+    replicas = []
+    for n in range(1, agent.replicas + 1):
+        port = resolved.agent_port + n - 1
+        log = agent_log(run_dir, record, n if agent.replicas > 1 else None)
+        labels = {
+            LABEL: str(run_dir.resolve()),
+            f"{LABEL}.model": record.dir,
+            f"{LABEL}.replica": str(n),
+        }
+        replicas.append(
+            ContainerAgent(
+                client,
+                agent.image,
+                env=container_env(dotenv, dict(os.environ), {**overrides, "PORT": str(port)}),
+                log=log,
+                url=f"http://{host}:{port}",
+                labels=labels,
+                mounts=mounts,
+                startup_timeout_s=resolved.evaluation.agent_startup_timeout_s,
+                shutdown_timeout_s=resolved.evaluation.agent_shutdown_timeout_s,
+            )
+        )
+    record.replicas = agent.replicas
+    return replicas
+
+
+def _agent_process(resolved, settings, model, model_dir, log, spans_file) -> AgentProcess:
+    env = {
+        **read_dotenv(resolved.root / ".env"),
+        **os.environ,
+        **_settings_env(resolved, settings, model, model_dir, spans_file),
+    }
+    env["PORT"] = str(resolved.agent_port)  # where bat waits for it, whatever else says
     return AgentProcess(
-        agent.command,
+        resolved.evaluation.agent.command,
         root=resolved.root,
         env=env,
         log=log,

@@ -292,7 +292,8 @@ def _evaluate_model(
             say=say,
         )
     except BatError as exc:
-        failed(record, exc.message, agent_log(run_dir, record))
+        several = record.replicas is not None and record.replicas > 1
+        failed(record, exc.message, agent_log(run_dir, record, 1 if several else None))
         say(f"[{record.label}] could not be evaluated: {exc.message}")
         _summarize_model_of(run_dir, record)
         return exc

@@ -47,6 +47,14 @@ class Work:
 
 
 @dataclass
+class RestartBudget:
+    """``evaluation.agent.max_restarts`` of one model, shared by all its replicas."""
+
+    limit: int
+    spent: int = 0
+
+
+@dataclass
 class Outcome:
     passed: bool
     infra: bool
@@ -68,6 +76,7 @@ class EpisodeRunner:
         spans: SpanIndex | None = None,
         agent=None,  # an AgentProcess bat started (alive, restart, describe_exit), or None
         max_restarts: int = 20,
+        budget: RestartBudget | None = None,  # shared by the replicas of one model
         on_done: Callable[[Outcome], None] | None = None,
         notice: Callable[[str], None] | None = None,
     ) -> None:
@@ -79,7 +88,7 @@ class EpisodeRunner:
         self.turn_timeout_s = turn_timeout_s
         self.spans = spans
         self.agent = agent
-        self.max_restarts = max_restarts
+        self.budget = budget or RestartBudget(max_restarts)
         self.on_done = on_done
         self.notice = notice or (lambda text: None)
         self.restarts = 0
@@ -87,25 +96,35 @@ class EpisodeRunner:
         self.binding: str | None = None
         self.agent_card: dict | None = None  # the card's JSON as first served (card.json)
         self._session: A2ASession | None = None
+        self.name = "the agent"  # "replica 2" when several share the episodes
 
     async def run(self, work: list[Work]) -> None:
         """Run every item of ``work``, each written to ``episodes/`` as it ends."""
-        layout.episodes_dir(self.model_dir).mkdir(parents=True, exist_ok=True)
         pending = deque(work)
+        lost = await self.drain(pending)
+        if lost is not None:
+            reason, unfinished = lost
+            self._give_up([*unfinished, *pending], reason)
+
+    async def drain(self, pending: deque[Work]) -> tuple[str, list[Work]] | None:
+        """Take episodes from ``pending`` (maybe shared with other replicas' runners) until
+        it is empty. When the agent is lost for good (its restarts spent, or it does not
+        start again), stop and return why, with the episodes it had not finished."""
+        layout.episodes_dir(self.model_dir).mkdir(parents=True, exist_ok=True)
         suspects: deque[Work] = deque()
         try:
             while pending or suspects:
                 if self.agent is not None and not self.agent.alive():
                     reason = await self._restart()
                     if reason is not None:
-                        self._give_up([*suspects, *pending], reason)
-                        return
+                        return reason, list(suspects)
                 if suspects:
                     await self._alone(suspects.popleft())
                 else:
                     suspects.extend(await self._wave(pending))
         finally:
             await self._disconnect()
+        return None
 
     async def _wave(self, pending: deque[Work]) -> list[Work]:
         """Run ``pending`` concurrently until it is empty or the agent dies; returns the
@@ -198,15 +217,16 @@ class EpisodeRunner:
         """Start the dead agent again; the reason it cannot be, or None."""
         await self._disconnect()
         status = self.agent.describe_exit()
-        if self.restarts >= self.max_restarts:
+        if self.budget.spent >= self.budget.limit:
             return (
-                f"the agent died ({status}) and its restarts are spent: {self.restarts} of "
-                f"evaluation.agent.max_restarts = {self.max_restarts}"
+                f"{self.name} died ({status}) and its restarts are spent: {self.budget.spent} "
+                f"of evaluation.agent.max_restarts = {self.budget.limit}"
             )
         self.restarts += 1
+        self.budget.spent += 1
         self.notice(
-            f"[{self.model}] the agent died ({status}); restarting it "
-            f"({self.restarts} of at most {self.max_restarts})"
+            f"[{self.model}] {self.name} died ({status}); restarting it "
+            f"({self.budget.spent} of at most {self.budget.limit})"
         )
         try:
             await asyncio.to_thread(self.agent.restart)
@@ -214,7 +234,7 @@ class EpisodeRunner:
             self.agent.cancelled = True
             raise
         except BatError as exc:
-            return f"the agent died ({status}) and could not be started again: {exc.message}"
+            return f"{self.name} died ({status}) and could not be started again: {exc.message}"
         return None
 
     def _give_up(self, items: list[Work], reason: str) -> None:
@@ -301,6 +321,33 @@ def _broke_off(observed: Observed) -> None:
     )
     observed.infra_error = None
     observed.status = "error"
+
+
+async def spread(runners: list[EpisodeRunner], work: list[Work]) -> None:
+    """Run ``work`` on several replicas, each runner with an agent of its own.
+
+    One queue for all: a runner takes the next episode whenever one of its slots is free,
+    so episodes go to the replicas with room (a slow or restarting one takes fewer). Each
+    runner handles its own agent's deaths as ``run`` does. A replica lost for good hands
+    back the episodes it had not finished, and the others run them; only when every
+    replica is lost are the rest recorded as not run.
+    """
+    pending = deque(work)
+    lost: dict[int, str] = {}
+    while True:
+        live = [runner for runner in runners if id(runner) not in lost]
+        if not live:
+            reasons = "; ".join(dict.fromkeys(lost.values()))
+            runners[0]._give_up(list(pending), f"every replica is lost: {reasons}")
+            return
+        ended = await asyncio.gather(*(runner.drain(pending) for runner in live))
+        for runner, result in zip(live, ended, strict=True):
+            if result is not None:
+                lost[id(runner)] = result[0]
+                runner.notice(f"[{runner.model}] {runner.name} is lost: {result[0]}")
+                pending.extendleft(reversed(result[1]))
+        if not pending:
+            return
 
 
 def plan(

@@ -212,6 +212,10 @@ _EVAL_YAML_KEYS = {
         "env": "extra environment for the agent",
         "spans_file": "with start: false, the span file the agent writes",
         "max_restarts": "if the agent dies, restart it up to this often per model",
+        "image": "start the agent from this container image on the Docker engine "
+        "(DOCKER_HOST), instead of command",
+        "replicas": "with image: this many containers share the episodes (ports from "
+        "agent_url's up)",
     },
     "ModelSpec": {
         "name": "its folder in a run and its label (default: provider_model)",

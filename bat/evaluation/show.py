@@ -65,6 +65,8 @@ def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None)
             "spans_file": str(agent.spans_file) if agent.spans_file else None,
             "extra_spans": [str(path) for path in resolved.extra_spans],
             "max_restarts": agent.max_restarts,
+            "image": agent.image,
+            "replicas": agent.replicas,
         },
         "models": [
             {
@@ -102,6 +104,9 @@ def describe(
         if agent["started_by_bat"]
         else "already running (bat starts and stops nothing)"
     )
+    if agent["image"]:
+        several = f", {agent['replicas']} replicas" if agent["replicas"] > 1 else ""
+        start = f"started by bat from image {agent['image']}{several} (Docker engine)"
     lines = [
         f"configuration  {view['file']}",
         f"dataset        {view['dataset']['path']} ({view['dataset']['tasks']} tasks)",

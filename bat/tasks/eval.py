@@ -23,7 +23,7 @@ from invoke import Collection, Context, task
 
 from bat.tasks._options import BatTask, command, setting
 
-DEFAULTS = {"file": "eval/eval.yaml", "run_dir": None}
+DEFAULTS = {"file": "eval/eval.yaml", "run_dir": None, "image": None}
 
 
 def _config(c: Context):
@@ -148,7 +148,7 @@ def show(c: Context, json: bool = False) -> None:
 
 
 @command(
-    optional=["resume"],
+    optional=["resume", "image"],
     iterable=["task", "tag", "exclude_tag", "gate", "export"],
     help={
         "resume": "Run only the episodes missing from RUN (default: the latest run).",
@@ -169,6 +169,9 @@ def show(c: Context, json: bool = False) -> None:
         "shard": "Run slice I of N of the episodes (I/N; auto: GitLab's CI_NODE_INDEX/"
         "CI_NODE_TOTAL; auto/N: a Kubernetes Indexed Job's JOB_COMPLETION_INDEX); "
         "bat eval.merge puts the slices together.",
+        "image": "Start the agent from image REF on the Docker engine (default: the image "
+        "bat build tags, or built earlier on this command line); evaluation.agent.replicas "
+        "containers share the episodes.",
     },
 )
 def run(
@@ -187,6 +190,7 @@ def run(
     view: bool = False,
     view_port: str | None = None,
     shard: str | None = None,
+    image: str | bool | None = None,
 ) -> None:
     """Run the dataset k times per model against the live agent, then judge, summarize, gate.
 
@@ -211,6 +215,11 @@ def run(
     exports = [parse_target(spec) for spec in export or []]  # a bad one before any episode
     sliced = Shard.parse(shard) if shard is not None else None
     resolved = _config(c)
+    image = setting(c, image, "eval.image", None)  # eval.image: a chain's way to set it
+    if image not in (None, False):  # --image alone is True: the image bat build tags
+        resolved = resolved.with_image(
+            image if isinstance(image, str) and image else _built_image(c)
+        )
     if dry_run:
         from bat.evaluation.show import plan
 
@@ -241,6 +250,14 @@ def run(
     c.config.eval.run_dir = str(report.run_dir)
     c.config.eval.untrusted = report.untrusted
     c.config.eval.chained = True
+
+
+def _built_image(c: Context) -> str:
+    """The image ``bat build`` tags here, with the flags of a build earlier on this
+    command line (``bat build --version 2 eval.run --image`` evaluates what it built)."""
+    from bat.tasks.images import _target
+
+    return _target(c, {}, require_registry=False).settings.ref
 
 
 @task(klass=BatTask)

@@ -1,8 +1,9 @@
-"""examples/release_gate/tasks.py: a project's own task chaining eval.run, a gate, build, push.
+"""examples/release_gate/tasks.py: a project's own task chaining build, eval.run of that
+image, a gate, push.
 
 The example runs under plain ``invoke`` in a folder holding a fixture agent's
-evaluation (two tasks, k=1, see tests/evalkit.py), a FROM-scratch Dockerfile and a
-``.env`` naming the local registry of .ci/services.sh.
+evaluation (two tasks, k=1, see tests/evalkit.py), the echo agent's build context
+(tests/agent_image.py) and a ``.env`` naming the local registry of .ci/services.sh.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import pytest
 
 from tests.conftest import REPO
 from tests.evalkit import DATASETS, make_project
-from tests.imagekit import remove_images, require, tags, unique_repo
+from tests.agent_image import agent_context, python_base
+from tests.imagekit import docker_client, remove_images, require, tags, unique_repo
 
 INVOKE = str(Path(sys.executable).with_name("invoke"))
 EXAMPLE = REPO / "examples" / "release_gate" / "tasks.py"
@@ -27,6 +29,9 @@ EXAMPLE = REPO / "examples" / "release_gate" / "tasks.py"
 @pytest.fixture(scope="module")
 def svc():
     facts = {**require("engine", "registry"), "_repos": []}
+    client = docker_client(facts)
+    facts["_base"] = python_base(client.api)
+    client.close()
     yield facts
     remove_images(facts, facts["_repos"])
 
@@ -34,9 +39,8 @@ def svc():
 def gate_project(root: Path, svc: dict, tasks: list[dict]) -> str:
     repo = unique_repo("gate")
     svc["_repos"].append(repo)
+    agent_context(root, svc["_base"], name="Gate Agent", version="1.0.0")
     make_project(root, tasks)
-    (root / "Dockerfile").write_text("FROM scratch\nARG VERSION\nLABEL v=${VERSION}\n")
-    (root / "agent.json").write_text(json.dumps({"name": "Gate Agent", "version": "1.0.0"}))
     (root / ".env").write_text(
         f"BAT_DOCKER_REGISTRY={svc['BAT_CI_REGISTRY']}\nBAT_DOCKER_REPO={repo}\n"
     )
@@ -58,9 +62,19 @@ def test_gate_passes_then_builds_and_pushes(tmp_path, home, svc):
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "release gate: agent-default: 2/2 passed" in out
-    assert out.index("release gate: pass rate 100%") < out.index("Building ") < out.index("Pushed ")
+    ref = f"{svc['BAT_CI_REGISTRY']}/{repo}:1.0.0"
+    assert out.index(f"Built {ref}") < out.index(f"starting the agent: {ref}")
+    assert out.index("release gate: pass rate 100%") < out.index(f"Pushed {ref}")
     assert out.count("Built ") == 1
     assert tags(svc["BAT_CI_REGISTRY"], repo) == ["1.0.0"]
+    # What was pushed is the very image the run evaluated.
+    (run_dir,) = (p.parent for p in (tmp_path / "agent" / "eval" / "output").glob("*/run.json"))
+    evaluated = json.loads((run_dir / "run.json").read_text())["models"][0]["image"]
+    client = docker_client(svc)
+    try:
+        assert client.images.get(ref).id == evaluated
+    finally:
+        client.close()
 
 
 def test_gate_fails_below_the_threshold_and_nothing_is_built(tmp_path, home, svc):
@@ -75,7 +89,7 @@ def test_gate_fails_below_the_threshold_and_nothing_is_built(tmp_path, home, svc
     assert result.returncode == 1
     assert "release gate: agent-default: 1/2 passed" in result.stdout
     assert "release gate: a pass rate of 50% is below 90%" in result.stderr
-    assert "Building " not in result.stdout
+    assert "Pushed " not in result.stdout
     assert tags(svc["BAT_CI_REGISTRY"], repo) == []
     # The threshold is the task's flag too (and release.threshold in the configuration).
     result = invoke(tmp_path / "agent", svc, "release", "--threshold", "0.5")

@@ -105,6 +105,11 @@ def shard_agent_log(run_dir: Path, model_dir_name: str, shard: int) -> Path:
     return run_dir / f"agent-{model_dir_name}.shard-{shard}.log"
 
 
+def replica_agent_log(run_dir: Path, model_dir_name: str, replica: int) -> Path:
+    """The log of one of several replicas of the agent's image."""
+    return run_dir / f"agent-{model_dir_name}.replica-{replica}.log"
+
+
 def agent_process_record(log: Path) -> Path:
     return log.with_suffix(".process.json")
 

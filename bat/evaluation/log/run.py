@@ -82,6 +82,8 @@ class ModelEntry(BaseModel):
     binding: str | None = None  # the A2A binding and version spoken
     spans: str | None = None  # expected, not expected, silent, or none (no span file)
     span_waits: int = 0  # episodes that waited for their spans to appear
+    image: str | None = None  # the id of the agent's image evaluated (evaluation.agent.image)
+    replicas: int | None = None  # containers of that image sharing the episodes
 
 
 class RunRecord(BaseModel):
