@@ -60,7 +60,7 @@ def distributions(roots=ROOTS) -> list[metadata.Distribution]:
 
 
 def base_tag(dists) -> str:
-    digest = hashlib.sha256(sys.version.encode())
+    digest = hashlib.sha256(f"{sys.version} {sys.executable} beside-stdlib".encode())
     for dist in dists:
         digest.update(f"{dist.metadata['Name']}=={dist.version}\n".encode())
     return f"{BASE_REPO}:{digest.hexdigest()[:12]}"
@@ -87,7 +87,9 @@ def python_rootfs(dists) -> bytes:
     """A tar archive of the interpreter, its standard library and ``dists``."""
     prefix = Path(sys.base_prefix)
     stdlib = Path(sysconfig.get_paths(vars={"base": sys.base_prefix})["stdlib"])
-    site = stdlib / "site-packages"  # where the image's interpreter looks for them
+    # Beside the standard library, which every interpreter has on sys.path: Debian's does
+    # not look in <stdlib>/site-packages, and PYTHONPATH may be set by a test's agent env.
+    site = stdlib
     executable = Path(sys.executable).resolve()
     files: dict[str, Path] = {str(executable): executable}
     for path in stdlib.rglob("*"):
@@ -135,7 +137,10 @@ def python_base(client) -> str:
         python_rootfs(dists),
         repository=repository,
         tag=version,
-        changes=["ENV PATH=/usr/local/bin:/usr/bin:/bin", "WORKDIR /agent"],
+        changes=[
+            "ENV PATH=/usr/local/bin:/usr/bin:/bin",
+            "WORKDIR /agent",
+        ],
     )
     return tag
 

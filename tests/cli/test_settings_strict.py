@@ -187,7 +187,10 @@ def test_good_variables_keep_their_meaning(tmp_path, home):
     [
         ("eval: {file: null}\n", "eval.file (line 1): must have a value"),
         ("init: 5\n", "init (line 1): must be a mapping of keys (agent), not a number"),
-        ("eval: [1]\n", "eval (line 1): must be a mapping of keys (file, run_dir, image), not a list"),
+        (
+            "eval: [1]\n",
+            "eval (line 1): must be a mapping of keys (file, run_dir, image), not a list",
+        ),
         ("eval:\n  fiel: x\n", "eval.fiel (line 2): unknown setting (did you mean 'file'?)"),
         ("imagse:\n  host: x\n", "imagse (line 1): unknown section (did you mean 'images'?)"),
         ("project_stuff: 1\n", "project_stuff (line 1): unknown section"),

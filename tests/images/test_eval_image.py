@@ -125,7 +125,7 @@ def test_three_replicas_share_the_episodes_and_a_dead_one_is_restarted(agent, en
 
 
 def test_a_replica_that_exits_at_start_is_a_model_not_evaluated(agent, engine, tmp_path):
-    root, ref, env = agent
+    _root, ref, env = agent
     _, client, base = engine
     folder = project(tmp_path / "exits", image=ref, env={"EXIT_ON_START": "1"})
     result = run_bat("eval.run", cwd=folder, env=env, timeout=120)
@@ -154,7 +154,7 @@ def test_an_image_the_engine_lacks_is_one_line(engine, tmp_path):
 
 
 def test_ctrl_c_removes_every_container(agent, engine, tmp_path):
-    root, ref, env = agent
+    _root, ref, env = agent
     _, client, _ = engine
     hang = [{"id": f"hang-{n}", "turns": ["HANG"], "expected": {}} for n in range(4)]
     folder = project(tmp_path / "hang", hang, image=ref, replicas=2)
@@ -184,7 +184,7 @@ def test_ctrl_c_removes_every_container(agent, engine, tmp_path):
 def test_build_eval_of_that_image_gate_push_on_one_command_line(agent, engine, tmp_path):
     """The release chain: push runs only when the gate on the built image's run passed."""
     root, _ref, env = agent
-    facts, client, _ = engine
+    _facts, client, _ = engine
     registry = require("registry")["BAT_CI_REGISTRY"]
     failing = {"id": "fails", "turns": ["hi"], "expected": {"output_must_contain": ["nope"]}}
     project(root, [TASKS[0], failing])

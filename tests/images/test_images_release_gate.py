@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.agent_image import agent_context, python_base
 from tests.conftest import REPO
 from tests.evalkit import DATASETS, make_project
-from tests.agent_image import agent_context, python_base
 from tests.imagekit import docker_client, remove_images, require, tags, unique_repo
 
 INVOKE = str(Path(sys.executable).with_name("invoke"))
