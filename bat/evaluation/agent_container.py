@@ -10,7 +10,7 @@ episode runner restarts a dead replica exactly as it restarts a dead process.
 How a container is run, and why:
 
 * The host's network (``network_mode: host``), with ``PORT`` set to the replica's port
-  (replica *n* listens on ``agent_url``'s port + *n* - 1). Port publishing needs the
+  (:func:`replica_port`: the first on ``agent_url``'s). Port publishing needs the
   engine's bridge network, which engines started with ``--bridge=none`` (CI sandboxes,
   rootless set-ups) do not have; the host's network works on every engine, and a bat-adk
   agent listens on ``PORT``. On a remote engine the agent is reached at the engine's host
@@ -35,15 +35,15 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import threading
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from bat.errors import OperationError
 from bat.evaluation.agent_card import CARD_PATHS, card_answers
-from bat.evaluation.agent_process import tail
+from bat.evaluation.agent_process import StartedAgent, tail
 
 LABEL = "org.bat.eval"  # the run folder; beside it .model and .replica
 
@@ -64,6 +64,20 @@ def engine_host_name(environ: dict[str, str] | None = None) -> str:
         return urlsplit(host).hostname or "127.0.0.1"
     except ValueError:
         return "127.0.0.1"
+
+
+def replica_port(first: int, replica: int, *, local: bool) -> int:
+    """The port replica ``replica`` (from 1) listens on: the first at ``agent_url``'s port;
+    the others, on a local engine, a port the system has free now (a fixed +1, +2 may be
+    taken by anything on a busy machine); on a remote one, ``first + replica - 1``, which
+    bat cannot check and a firewall rule can name."""
+    if replica == 1:
+        return first
+    if not local:
+        return first + replica - 1
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def container_env(
@@ -112,7 +126,7 @@ def remove_left_behind(client: Any, run_dir: Path, model_dir: str) -> list[str]:
     return found
 
 
-class ContainerAgent:
+class ContainerAgent(StartedAgent):
     """One replica: a container of the agent's image, started, watched and removed."""
 
     def __init__(
@@ -152,7 +166,7 @@ class ContainerAgent:
         if card_answers(self.url, timeout_s=1):
             raise OperationError(
                 f"something already answers at {self.url}: stop it, or choose another "
-                "agent_url port (replica n listens on that port + n - 1)"
+                "agent_url port"
             )
         self.log.parent.mkdir(parents=True, exist_ok=True)
         binds = {str(path): {"bind": str(path), "mode": "rw"} for path in self.mounts}
@@ -205,24 +219,18 @@ class ContainerAgent:
         for thread in self._threads:
             thread.start()
 
-    def wait_ready(self) -> float:
-        """Block until the agent card answers; the seconds it took. Fails early on exit."""
-        started = time.monotonic()
-        deadline = started + self.startup_timeout_s
-        while time.monotonic() < deadline:
-            if not self.alive():
-                self._settle()
-                raise OperationError(
-                    f"the agent's container ({self.image}) ended with {self.describe_exit()} "
-                    f"before it was ready; end of {self.log}:",
-                    details=tail(self.log),
-                )
-            if card_answers(self.url, timeout_s=1):
-                return time.monotonic() - started
-            if self.cancelled:
-                raise OperationError("the agent's start was cancelled")
-            time.sleep(0.05)
-        raise OperationError(
+    def _ended(self) -> OperationError | None:
+        if self.alive():
+            return None
+        self._settle()  # its last words into the log first
+        return OperationError(
+            f"the agent's container ({self.image}) ended with {self.describe_exit()} "
+            f"before it was ready; end of {self.log}:",
+            details=tail(self.log),
+        )
+
+    def _too_slow(self) -> OperationError:
+        return OperationError(
             f"the agent's container did not answer at {self.url}{CARD_PATHS[0]} within "
             f"{self.startup_timeout_s:g} s (evaluation.agent_startup_timeout_s; does the "
             f"image listen on PORT?); end of {self.log}:",
@@ -242,11 +250,6 @@ class ContainerAgent:
             with contextlib.suppress(ValueError):
                 return f"killed by {signal.Signals(code - 128).name}"
         return f"exit status {code}"
-
-    def restart(self) -> float:
-        self.stop()
-        self.start()
-        return self.wait_ready()
 
     def stop(self) -> None:
         """Stop the container (SIGTERM, SIGKILL after the shutdown timeout) and remove it."""

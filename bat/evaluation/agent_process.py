@@ -33,7 +33,44 @@ from bat.evaluation.agent_watchdog import stop_group
 from bat.uv_binary import find_uv
 
 
-class AgentProcess:
+class StartedAgent:
+    """What an agent bat starts does the same way, a process or a container: waiting
+    until its card answers, and a restart. The subclass says how it ended (``_ended``:
+    the error to raise once it has exited, else None) and what a start too slow is."""
+
+    url: str
+    startup_timeout_s: float
+    cancelled: bool
+
+    def wait_ready(self) -> float:
+        """Block until the agent card answers; return the seconds it took. Fails early on exit."""
+        started = time.monotonic()
+        deadline = started + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            ended = self._ended()
+            if ended is not None:
+                raise ended
+            if card_answers(self.url, timeout_s=1):
+                return time.monotonic() - started
+            if self.cancelled:  # a restart in a worker thread, and bat is stopping
+                raise OperationError("the agent's start was cancelled")
+            time.sleep(0.05)
+        raise self._too_slow()
+
+    def restart(self) -> float:
+        """Stop what is left of the agent, start it again, wait until it is ready."""
+        self.stop()
+        self.start()
+        return self.wait_ready()
+
+    def _ended(self) -> OperationError | None:
+        raise NotImplementedError
+
+    def _too_slow(self) -> OperationError:
+        raise NotImplementedError
+
+
+class AgentProcess(StartedAgent):
     """One started agent: ``start``, ``wait_ready``, ``alive``, ``stop``, ``restart``."""
 
     def __init__(
@@ -139,23 +176,17 @@ class AgentProcess:
         with contextlib.suppress(OSError):  # a watchdog gone already cannot be told
             self._watchdog_pipe.write(f"{group}\n".encode())
 
-    def wait_ready(self) -> float:
-        """Block until the agent card answers; return the seconds it took. Fails early on exit."""
-        started = time.monotonic()
-        deadline = started + self.startup_timeout_s
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise OperationError(
-                    f"the agent exited with status {self.proc.returncode} before it was ready; "
-                    f"end of {self.log}:",
-                    details=tail(self.log),
-                )
-            if card_answers(self.url, timeout_s=1):
-                return time.monotonic() - started
-            if self.cancelled:  # a restart in a worker thread, and bat is stopping
-                raise OperationError("the agent's start was cancelled")
-            time.sleep(0.05)
-        raise OperationError(
+    def _ended(self) -> OperationError | None:
+        if self.proc is None or self.proc.poll() is None:
+            return None
+        return OperationError(
+            f"the agent exited with status {self.proc.returncode} before it was ready; "
+            f"end of {self.log}:",
+            details=tail(self.log),
+        )
+
+    def _too_slow(self) -> OperationError:
+        return OperationError(
             f"the agent did not answer at {self.url}{CARD_PATHS[0]} within "
             f"{self.startup_timeout_s:g} s (evaluation.agent_startup_timeout_s); "
             f"end of {self.log}:",
@@ -176,12 +207,6 @@ class AgentProcess:
             except ValueError:
                 return f"killed by signal {-code}"
         return f"exit status {code}"
-
-    def restart(self) -> float:
-        """Stop what is left of the process group, start again, wait until ready."""
-        self.stop()
-        self.start()
-        return self.wait_ready()
 
     def stop(self) -> None:
         """SIGTERM the process group, then SIGKILL what is left after the shutdown timeout."""

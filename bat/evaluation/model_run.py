@@ -96,8 +96,12 @@ def run_model(
     spans = SpanIndex(spans_file, resolved.extra_spans, expected=expected) if spans_file else None
     try:
         if agents:
-            what = f"{image} ×{len(agents)}" if image else evaluation.agent.command
-            say(f"[{record.label}] starting the agent: {what} (in {resolved.root})")
+            what = (
+                f"{image} ×{len(agents)}"
+                if image
+                else f"{evaluation.agent.command} (in {resolved.root})"
+            )
+            say(f"[{record.label}] starting the agent: {what}")
         for agent in agents:
             agent.start()
             if agent.stale_stopped is not None:
@@ -137,10 +141,11 @@ def run_model(
             progress.abandon()
             raise
         finally:
+            # The binding spoken now wins over one recorded before (--resume).
+            record.binding = next((r.binding for r in runners if r.binding), record.binding)
             for runner in runners:
                 record.restarts += runner.restarts
                 record.requests_resent += runner.requests_resent
-                record.binding = record.binding or runner.binding
                 note_agent_card(run_dir, runner.agent_card)
         progress.finish()
         record.episodes_run += len(work)
@@ -206,6 +211,7 @@ def _replicas(resolved, settings, model, run_dir, record, spans_file, say) -> li
         engine_host_name,
         find_image,
         remove_left_behind,
+        replica_port,
     )
     from bat.images.engine import connect
 
@@ -218,11 +224,11 @@ def _replicas(resolved, settings, model, run_dir, record, spans_file, say) -> li
         say(f"[{record.label}] removed {len(left)} container(s) an earlier bat left running")
     overrides = _settings_env(resolved, settings, model, model_dir, spans_file)
     dotenv = read_dotenv(resolved.root / ".env")
-    host = engine_host_name()
+    host, local = engine_host_name(), engine_is_local()
     mounts = [model_dir.resolve()] if spans_file is not None else []
     replicas = []
     for n in range(1, agent.replicas + 1):
-        port = resolved.agent_port + n - 1
+        port = replica_port(resolved.agent_port, n, local=local)
         log = agent_log(run_dir, record, n if agent.replicas > 1 else None)
         labels = {
             LABEL: str(run_dir.resolve()),

@@ -214,8 +214,8 @@ _EVAL_YAML_KEYS = {
         "max_restarts": "if the agent dies, restart it up to this often per model",
         "image": "start the agent from this container image on the Docker engine "
         "(DOCKER_HOST), instead of command",
-        "replicas": "with image: this many containers share the episodes (ports from "
-        "agent_url's up)",
+        "replicas": "with image: this many containers share the episodes (the first on "
+        "agent_url's port)",
     },
     "ModelSpec": {
         "name": "its folder in a run and its label (default: provider_model)",

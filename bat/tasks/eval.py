@@ -484,13 +484,13 @@ def merge(c: Context, runs: str, output: str | None = None, gate: list[str] | No
     from pathlib import Path
 
     from bat.errors import UsageError
+    from bat.evaluation.gate_specs import command_line_gates
     from bat.evaluation.gates import trust_problems
     from bat.evaluation.log import run as rundir
     from bat.evaluation.merge import merge as merge_runs
 
     if _dry(c):
         return
-    from bat.evaluation.gate_specs import command_line_gates
 
     references = [part for part in runs.split(",") if part.strip()]
     if not references:
