@@ -108,6 +108,7 @@ class A2ASession:
         import httpx
 
         from bat.evaluation.agent_card import fetch_card_document, prepare
+        from bat.evaluation.http_pool import PoolTransport
 
         size = self.concurrency + 4
         # No read timeout here: a turn is bounded by the runner's per-turn timeout.
@@ -115,12 +116,24 @@ class A2ASession:
         limits = httpx.Limits(
             max_connections=size, max_keepalive_connections=size, keepalive_expiry=KEEPALIVE_S
         )
+        # Plain http:// goes through bat's own pool (http_pool says why); https:// through
+        # httpx's transport with the same limits.
+        pooled = PoolTransport(max_keepalive=size, keepalive_expiry=KEEPALIVE_S)
         self._http = httpx.AsyncClient(
-            limits=limits, timeout=timeout, trust_env=False, event_hooks={"request": [_traced]}
+            limits=limits,
+            timeout=timeout,
+            trust_env=False,
+            mounts={"http://": pooled},
+            event_hooks={"request": [_traced]},
         )
         # A request sent again after a stale connection goes on a new one, always.
         fresh = httpx.Limits(max_connections=size, max_keepalive_connections=0)
-        self._fresh_http = httpx.AsyncClient(limits=fresh, timeout=timeout, trust_env=False)
+        self._fresh_http = httpx.AsyncClient(
+            limits=fresh,
+            timeout=timeout,
+            trust_env=False,
+            mounts={"http://": PoolTransport(max_keepalive=0, keepalive_expiry=0)},
+        )
         try:
             async with asyncio.timeout(self.card_timeout_s + 5):
                 card, document = await fetch_card_document(self._http, self.url)

@@ -31,6 +31,7 @@ from bat.evaluation.adapter import A2ASession, Observed
 from bat.evaluation.agent_card import card_answers
 from bat.evaluation.dataset import TaskSpec
 from bat.evaluation.log import layout, store
+from bat.evaluation.log.batch_writer import BatchWriter
 from bat.evaluation.log.episode import AgentError, Aux, EpisodeResult, EpisodeTrace, InfraError
 from bat.evaluation.log.run import now_iso
 from bat.evaluation.spans import SpanIndex, merge_span_report
@@ -96,6 +97,7 @@ class EpisodeRunner:
         self.binding: str | None = None
         self.agent_card: dict | None = None  # the card's JSON as first served (card.json)
         self._session: A2ASession | None = None
+        self._writer = BatchWriter()  # episode files, durable in batches off the loop
         self.name = "the agent"  # "replica 2" when several share the episodes
 
     async def run(self, work: list[Work]) -> None:
@@ -123,7 +125,10 @@ class EpisodeRunner:
                 else:
                     suspects.extend(await self._wave(pending))
         finally:
-            await self._disconnect()
+            try:
+                self._writer.flush()  # every episode that ended is on disk (Ctrl-C too)
+            finally:
+                await self._disconnect()
         return None
 
     async def _wave(self, pending: deque[Work]) -> list[Work]:
@@ -248,6 +253,7 @@ class EpisodeRunner:
                 started_at=now_iso(),
             )
             self._write(item, observed)
+        self._writer.flush()
 
     async def _connect(self) -> A2ASession:
         if self._session is None:
@@ -286,7 +292,7 @@ class EpisodeRunner:
         )
         result.verdict = judge_episode(item.task.expected, result)
         # --retry-infra: an earlier record is kept in retried/, never lost
-        store.write_episode(self.model_dir, item.task.file_stem, result)
+        store.queue_episode(self._writer, self.model_dir, item.task.file_stem, result)
         if self.on_done is not None:
             error = observed.agent_error.kind if observed.agent_error else None
             self.on_done(Outcome(result.verdict.passed, observed.infra_error is not None, error))

@@ -35,6 +35,7 @@ from bat.atomic import write_text_atomic
 from bat.errors import InputError
 from bat.evaluation import secrets
 from bat.evaluation.log import layout
+from bat.evaluation.log.batch_writer import BatchWriter
 from bat.evaluation.log.episode import (
     EPISODE_SCHEMA,
     OLDER_EPISODE_SCHEMAS,
@@ -183,6 +184,18 @@ def write_episode(model_dir: Path, stem: str, episode: EpisodeResult) -> Path:
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     return path
+
+
+def queue_episode(writer: BatchWriter, model_dir: Path, stem: str, episode: EpisodeResult) -> None:
+    """:func:`write_episode` through ``writer`` (``batch_writer``: durable in batches, off
+    the event loop). An episode that has an earlier record (``--retry-infra``) is written
+    at once, as it moves that record aside first."""
+    path = layout.episode_path(model_dir, stem, episode.attempt)
+    if os.path.lexists(path):
+        writer.flush()  # the order of the writes stays the order of the episodes
+        write_episode(model_dir, stem, episode)
+    else:
+        writer.put(path, episode.to_json().encode("utf-8"))
 
 
 def write_scores(path: Path, episode: EpisodeResult, scores: dict[str, Any]) -> bool:
