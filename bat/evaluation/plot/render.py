@@ -1,14 +1,31 @@
 """Rendering the charts (vl-convert) and writing everything ``bat eval.plot`` makes.
 
-The specs are rendered to SVG by vl-convert, in this process, one converter for every
-chart, and rasterized from that SVG to PNG. :func:`plot_folder` writes the charts and
-``report.html`` into the folder it plots, each file atomically, and removes the files of
-a chart an earlier invocation drew that this one skips (they would contradict the
-report). vl_convert is imported inside :func:`render`, so ``bat --help`` never loads it.
+The specs are rendered to SVG by vl-convert, in this process, and rasterized from that
+SVG to PNG. :func:`plot_folder` writes the charts and ``report.html`` into the folder it
+plots, each file atomically, and removes the files of a chart an earlier invocation drew
+that this one skips (they would contradict the report). vl_convert is imported inside
+:func:`render`, so ``bat --help`` never loads it.
+
+**Rendered once per change.** A chart's files are drawn from its spec alone, and the spec
+holds the chart's data. ``.charts.json`` in the plotted folder keeps the SHA-256 of the
+spec each chart's files were drawn from; a chart whose spec is unchanged, with both its
+files still there, is not rendered again (``eval.plot`` after a judge that changed nothing,
+a view that re-plots, a second ``eval.run`` stage).
+
+**In parallel.** vl-convert lets go of the interpreter while it converts, and its
+converter takes several requests at once: the charts are rendered on a few threads, about
+twice as fast on two cores. :func:`warm_up` starts the converter (a third of a second)
+and imports Altair ahead of time, on a thread of its own; ``eval.run`` calls it when the
+episodes start, so the plot stage does not wait for either.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,13 +33,44 @@ from typing import Any
 from bat.atomic import write_bytes_atomic, write_text_atomic
 from bat.evaluation.plot.report import write_report
 from bat.evaluation.plot.runs import Run, find_runs
-from bat.evaluation.plot.specs import ChartSet, build_charts, drawable
+from bat.evaluation.plot.specs import Chart, ChartSet, build_charts, drawable
 
 PNG_SCALE = 2.0
+RENDERED = ".charts.json"  # chart name -> the SHA-256 of the spec its files were drawn from
+_TINY = {
+    "data": {"values": [{"x": 1}]},
+    "mark": "point",
+    "encoding": {"x": {"field": "x", "type": "quantitative"}},
+}
 
 
-def render(chart_set: ChartSet) -> None:
-    """SVG and PNG of every chart, all by one in-process vl-convert converter.
+def warm_up() -> threading.Thread:
+    """Import what the plot stage needs and start vl-convert's converter, on a daemon
+    thread (it fails silently: the plot stage itself reports any trouble)."""
+
+    def work() -> None:
+        try:
+            import altair  # noqa: F401
+            import jinja2  # noqa: F401
+            import vl_convert as vlc
+
+            vlc.vegalite_to_svg(_TINY, vl_version=_vegalite_version(vlc), allowed_base_urls=[])
+        except Exception:
+            pass
+
+    thread = threading.Thread(target=work, name="bat-plot-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def spec_digest(chart: Chart) -> str:
+    text = json.dumps(chart.spec, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(f"{PNG_SCALE}\n{text}".encode()).hexdigest()
+
+
+def render(chart_set: ChartSet, threads: int | None = None) -> None:
+    """SVG and PNG of every chart not rendered yet (``chart.svg`` empty), on a few
+    threads of one in-process vl-convert converter.
 
     A chart the converter fails on is moved to the skipped ones with the first line of
     its error (the rest is a JavaScript stack): the other charts and the report are
@@ -31,13 +79,50 @@ def render(chart_set: ChartSet) -> None:
     import vl_convert as vlc
 
     version = _vegalite_version(vlc)
-    for chart in list(chart_set.charts):
+    todo = [chart for chart in chart_set.charts if not chart.svg]
+
+    def draw(chart: Chart) -> str | None:
         try:
-            chart.svg = vlc.vegalite_to_svg(chart.spec, vl_version=version, allowed_base_urls=[])
-            chart.png = vlc.svg_to_png(chart.svg, scale=PNG_SCALE)
+            svg = vlc.vegalite_to_svg(chart.spec, vl_version=version, allowed_base_urls=[])
+            chart.png = vlc.svg_to_png(svg, scale=PNG_SCALE)
+            chart.svg = svg
         except Exception as exc:  # the converter raises plain ValueError/RuntimeError
+            return f"it could not be rendered: {_first_line(exc)}"
+        return None
+
+    workers = threads or min(len(todo), max(2, os.cpu_count() or 1), 4)
+    if workers <= 1:
+        failures = [draw(chart) for chart in todo]
+    else:
+        with ThreadPoolExecutor(workers, thread_name_prefix="bat-render") as pool:
+            failures = list(pool.map(draw, todo))
+    for chart, failure in zip(todo, failures, strict=True):
+        if failure is not None:
             chart_set.charts.remove(chart)
-            chart_set.skipped[chart.name] = f"it could not be rendered: {_first_line(exc)}"
+            chart_set.skipped[chart.name] = failure
+
+
+def _reuse(folder: Path, chart_set: ChartSet) -> dict[str, str]:
+    """Load the files of every chart whose spec is the one they were drawn from; returns
+    the digest of every chart's spec."""
+    try:
+        drawn = json.loads((folder / RENDERED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        drawn = {}
+    if not isinstance(drawn, dict):
+        drawn = {}
+    digests = {}
+    for chart in chart_set.charts:
+        digests[chart.name] = digest = spec_digest(chart)
+        if drawn.get(chart.name) != digest:
+            continue
+        try:
+            svg = (folder / f"{chart.name}.svg").read_text(encoding="utf-8")
+            png = (folder / f"{chart.name}.png").read_bytes()
+        except (OSError, ValueError):
+            continue  # a file removed or damaged since: drawn again
+        chart.svg, chart.png = svg, png
+    return digests
 
 
 def _first_line(error: Exception) -> str:
@@ -74,12 +159,15 @@ def plot_folder(folder: Path, task_filter: str | None = None) -> PlotResult:
     runs = find_runs(folder, unusable)
     task_filter = task_filter or None
     chart_set = build_charts(runs, task_filter)
+    digests = _reuse(folder, chart_set)
+    fresh = [chart.name for chart in chart_set.charts if not chart.svg]
     render(chart_set)
     result = PlotResult(runs=runs, unusable=unusable)
     for chart in chart_set.charts:
         svg_path, png_path = folder / f"{chart.name}.svg", folder / f"{chart.name}.png"
-        write_text_atomic(svg_path, chart.svg)
-        write_bytes_atomic(png_path, chart.png)
+        if chart.name in fresh:
+            write_text_atomic(svg_path, chart.svg)
+            write_bytes_atomic(png_path, chart.png)
         result.written += [png_path, svg_path]
     for name, reason in chart_set.skipped.items():
         result.notes.append(f"{name} skipped: {reason}")
@@ -88,5 +176,7 @@ def plot_folder(folder: Path, task_filter: str | None = None) -> PlotResult:
             if stale.is_file():  # an earlier invocation's chart would contradict this one
                 stale.unlink()
                 result.removed.append(stale)
+    drawn = {chart.name: digests[chart.name] for chart in chart_set.charts}
+    write_text_atomic(folder / RENDERED, json.dumps(drawn, indent=1, sort_keys=True) + "\n")
     result.written.append(write_report(folder, runs, chart_set, task_filter))
     return result
