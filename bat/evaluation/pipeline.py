@@ -453,7 +453,18 @@ def summarize_model(run_dir: Path, model: ModelEntry, record: RunRecord) -> Summ
     """summary.json and metrics.json of one model folder; its Summary (None without
     episodes: nothing is written)."""
     model_dir = run_dir / model.dir
-    rows = [row_of(episode) for _, episode in store.episodes(model_dir)]
+    print_ = store.fingerprint(model_dir)  # taken first: a file changed meanwhile shows
+    key = (print_, record.k, tuple(record.tasks), model.label, model.model, record.run_id)
+    key += (record.run_name, record.timestamp_utc())
+    done = _SUMMARIES.get(model_dir.resolve())
+    files = store.result_files(model_dir)
+    if done is not None and done[0] == key and all(path.is_file() for path in files):
+        return done[1]  # nothing changed since this process wrote them
+    rows, infra = [], set()
+    for path, episode in store.episodes(model_dir):
+        rows.append(row_of(episode))
+        infra.add(store.infra_key(path, episode))
+    store.remember_infra_failures(model_dir, print_, infra - {None})
     if not rows:
         return None
     summary, metrics = summarize(
@@ -467,7 +478,14 @@ def summarize_model(run_dir: Path, model: ModelEntry, record: RunRecord) -> Summ
         timestamp_utc=record.timestamp_utc(),
     )
     store.write_results(model_dir, summary, metrics)
+    _SUMMARIES[model_dir.resolve()] = (key, summary)
     return summary
+
+
+# model folder -> (what its summary was made from, the summary): eval.run summarizes each
+# model as its episodes end, and its eval.summarize stage again after the judge; when the
+# judge changed no file, the second is the first (see store.fingerprint).
+_SUMMARIES: dict[Path, tuple[tuple, Summary]] = {}
 
 
 def result_line(label: str, totals: Totals, k: int) -> str:

@@ -145,6 +145,16 @@ class Scrubber:
                 text = text.replace(secret, REDACTED)
         return text
 
+    def found_in_json(self, text: str) -> bool:
+        """Whether JSON ``text`` may hold a secret or a URL with credentials. A string
+        holding a secret holds it escaped the way JSON escapes it (character by
+        character), so the check is one search per secret in the text: files that hold
+        none (nearly all) are written as serialized, without walking their data."""
+        import json
+
+        needles = [*self.secrets, *(url for url, _ in self.urls)]
+        return any(json.dumps(needle, ensure_ascii=False)[1:-1] in text for needle in needles)
+
     def data(self, value: Any) -> Any:
         """``value`` with every string in it scrubbed (mapping keys too); the shape and
         every number, boolean and null are kept."""
@@ -164,16 +174,25 @@ _known: set[str] = set()
 _urls: set[str] = set()
 
 
+_scrubber: Scrubber | None = None  # of _known and _urls as they are (None: to be made)
+
+
 def remember(values: Iterable[str | None], urls: Iterable[str | None] = ()) -> None:
     """Add ``values`` (and ``urls`` with credentials) to what every later :func:`scrub`
     and :func:`scrub_data` hide."""
+    global _scrubber
     _known.update(v for v in values if v and len(v) >= MIN_SECRET_CHARS)
     _urls.update(url for url in urls if url and display_url(url) != url)
+    _scrubber = None
 
 
 def known() -> Scrubber:
-    """A scrubber of every secret remembered so far."""
-    return Scrubber(_known, _urls)
+    """A scrubber of every secret remembered so far (made once per change: the report
+    scrubs each of its strings, hundreds of thousands for a big run)."""
+    global _scrubber
+    if _scrubber is None:
+        _scrubber = Scrubber(_known, _urls)
+    return _scrubber
 
 
 def scrub(text: str) -> str:

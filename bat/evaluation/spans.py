@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -51,6 +52,11 @@ class _Tail:
         self._partial = b""
 
     def new_lines(self) -> list[bytes]:
+        try:  # a stat first: most calls find nothing new (or no file), and open costs more
+            if os.stat(self.path).st_size <= self._offset:
+                return []
+        except OSError:
+            return []
         try:
             with self.path.open("rb") as handle:
                 handle.seek(self._offset)

@@ -97,7 +97,8 @@ class BatchWriter:
         try:
             for path, data in batch:
                 self._count += 1
-                tmp = str(path.parent / f".{path.name}.{os.getpid()}.{self._count}.tmp")
+                folder, name = os.path.split(path)
+                tmp = os.path.join(folder, f".{name}.{os.getpid()}.{self._count}.tmp")
                 try:
                     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
                     try:

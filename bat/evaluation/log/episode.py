@@ -273,7 +273,9 @@ class EpisodeResult(BaseModel):
         repeat a key it was given: ``bat.evaluation.secrets``)."""
         from bat.evaluation import secrets
 
-        if not secrets.known():
-            return self.model_dump_json(by_alias=True, indent=1) + "\n"
-        data = secrets.scrub_data(self.model_dump(mode="json", by_alias=True))
+        text = self.model_dump_json(by_alias=True, indent=1)
+        scrubber = secrets.known()
+        if not scrubber or not scrubber.found_in_json(text):
+            return text + "\n"
+        data = scrubber.data(self.model_dump(mode="json", by_alias=True))
         return json.dumps(data, indent=1, ensure_ascii=False) + "\n"

@@ -225,14 +225,20 @@ def refuse_links(run_dir: Path) -> None:
     """A run folder bat made holds no symbolic link; one found there (``episodes`` linked
     to another folder, ``summary.json`` to a file of yours) could lead a write outside the
     run, so every command that writes in a run refuses it before writing anything."""
-    for folder, dirs, files in os.walk(run_dir):
-        for name in (*dirs, *files):
-            path = Path(folder) / name
-            if path.is_symlink():
+    folders = [run_dir]
+    while folders:  # os.scandir: the entries' types come with the listing, no stat each
+        try:
+            entries = list(os.scandir(folders.pop()))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in entries:
+            if entry.is_symlink():
                 raise InputError(
-                    f"{path} is a symbolic link; a run folder made by bat holds none, and "
-                    "bat does not write through one (remove it, or copy what it points at)"
+                    f"{entry.path} is a symbolic link; a run folder made by bat holds none, "
+                    "and bat does not write through one (remove it, or copy what it points at)"
                 )
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(Path(entry.path))
 
 
 def model_dir(run_dir: Path, model: ModelEntry, index: int) -> Path:

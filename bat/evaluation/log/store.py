@@ -21,6 +21,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import re
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from bat.atomic import write_text_atomic
 from bat.errors import InputError
@@ -161,14 +163,58 @@ def episodes_done(model_dir: Path) -> set[tuple[str, int]]:
     return done
 
 
+def fingerprint(model_dir: Path) -> str:
+    """A digest of the names, inodes, sizes and change times of a model folder's episode
+    files. Equal digests within one process mean the files did not change, so what was
+    read from them may be reused: after 20,000 episodes, each pass over them costs
+    seconds, and ``eval.run``'s stages would otherwise make five. Every write of an
+    episode replaces its file (a new inode), so even a rewrite of the same size within
+    the file system's clock tick shows."""
+    digest = hashlib.sha256(str(model_dir.resolve()).encode())
+    folder = layout.episodes_dir(model_dir)
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError:
+        entries = []
+    for entry in entries:
+        if entry.name.endswith(".json"):
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                digest.update(
+                    f"{entry.name}\0{info.st_ino}\0{info.st_size}\0{info.st_ctime_ns}\n".encode()
+                )
+    return digest.hexdigest()
+
+
+_INFRA: dict[Path, tuple[str, set[tuple[str, int]]]] = {}  # model folder -> (fingerprint, keys)
+
+
+def remember_infra_failures(model_dir: Path, print_: str, found: set[tuple[str, int]]) -> None:
+    """What a pass over the episodes (the summary's) found, for :func:`infra_failures`."""
+    _INFRA[model_dir.resolve()] = (print_, set(found))
+
+
+def infra_key(path: Path, episode: EpisodeResult) -> tuple[str, int] | None:
+    """``(task file stem, attempt)`` of an episode recorded as an infrastructure failure."""
+    match = layout.EPISODE_NAME.match(path.name)
+    if match and episode.infra_error is not None:
+        return match["stem"], int(match["attempt"])
+    return None
+
+
 def infra_failures(model_dir: Path) -> set[tuple[str, int]]:
     """``(task file stem, attempt)`` of every episode recorded as an infrastructure failure
     (an unreadable file is not one: ``--resume`` leaves it, the summary names it)."""
+    now = fingerprint(model_dir)
+    known = _INFRA.get(model_dir.resolve())
+    if known is not None and known[0] == now:
+        return set(known[1])
     found = set()
     for path, episode in episodes(model_dir, unreadable=[]):
-        match = layout.EPISODE_NAME.match(path.name)
-        if match and episode.infra_error is not None:
-            found.add((match["stem"], int(match["attempt"])))
+        key = infra_key(path, episode)
+        if key is not None:
+            found.add(key)
+    remember_infra_failures(model_dir, now, found)
     return found
 
 
@@ -252,9 +298,24 @@ def _set_aside(path: Path, model_dir: Path) -> str:
 def write_results(model_dir: Path, summary: Summary, metrics: Metrics) -> list[Path]:
     """``summary.json`` and ``metrics.json`` of a model folder."""
     return [
-        write_json(layout.summary_file(model_dir), dump(summary)),
-        write_json(layout.metrics_file(model_dir), dump(metrics)),
+        write_model(layout.summary_file(model_dir), summary),
+        write_model(layout.metrics_file(model_dir), metrics),
     ]
+
+
+def write_model(path: Path, model: BaseModel) -> Path:
+    """:func:`write_json` of a summary or metrics model, serialized by pydantic: the same
+    text, 60 times faster than ``json.dumps`` of its data for 20,000 episode rows, and
+    without building that data at all unless a secret may be in it."""
+    text = model.model_dump_json(by_alias=True, indent=1)
+    scrubber = secrets.known()
+    if scrubber and scrubber.found_in_json(text):
+        return write_json(path, dump(model))
+    try:
+        write_text_atomic(path, text + "\n")
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+    return path
 
 
 def result_files(model_dir: Path) -> list[Path]:
