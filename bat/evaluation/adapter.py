@@ -27,8 +27,8 @@ race is rare to begin with.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
-import uuid
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -173,7 +173,7 @@ class A2ASession:
         is sent, and its record holds the rendered text. A template that fails to render
         ends the episode before that turn with an infrastructure failure of kind
         ``template``: the harness could not make the turn, the agent is not to blame."""
-        context_id = uuid.uuid4().hex
+        context_id = _new_id()
         trace = EpisodeTrace(context_id=context_id)
         started = time.perf_counter()
         previous: Turn | None = None
@@ -249,7 +249,7 @@ class A2ASession:
         from a2a.types import Message, Part, Role, SendMessageRequest
 
         message = Message(
-            message_id=uuid.uuid4().hex,
+            message_id=_new_id(),
             context_id=context_id,
             role=Role.ROLE_USER,
             parts=[Part(text=text)],
@@ -285,6 +285,16 @@ class A2ASession:
                 _ATTEMPT.reset(token)
             self.requests_resent += broken is not None
             return
+
+
+_ids = random.Random()  # seeded from the system's randomness once
+
+
+def _new_id() -> str:
+    """A random 128-bit id in hex, as ``uuid4().hex`` spells one: conversation and message
+    ids need to be unique, not secret, and a system call for each costs more than the
+    rest of making the message."""
+    return f"{_ids.getrandbits(128):032x}"
 
 
 def _client(card: Any, bindings: list[str], http: Any) -> Any:

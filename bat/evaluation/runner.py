@@ -98,6 +98,7 @@ class EpisodeRunner:
         self.agent_card: dict | None = None  # the card's JSON as first served (card.json)
         self._session: A2ASession | None = None
         self._writer = BatchWriter()  # episode files, durable in batches off the loop
+        self._earlier: set[tuple[str, int]] | None = None  # episode files there at the start
         self.name = "the agent"  # "replica 2" when several share the episodes
 
     async def run(self, work: list[Work]) -> None:
@@ -113,6 +114,8 @@ class EpisodeRunner:
         it is empty. When the agent is lost for good (its restarts spent, or it does not
         start again), stop and return why, with the episodes it had not finished."""
         layout.episodes_dir(self.model_dir).mkdir(parents=True, exist_ok=True)
+        if self._earlier is None:
+            self._earlier = store.episodes_done(self.model_dir)
         suspects: deque[Work] = deque()
         try:
             while pending or suspects:
@@ -292,7 +295,9 @@ class EpisodeRunner:
         )
         result.verdict = judge_episode(item.task.expected, result)
         # --retry-infra: an earlier record is kept in retried/, never lost
-        store.queue_episode(self._writer, self.model_dir, item.task.file_stem, result)
+        stem = item.task.file_stem
+        earlier = (stem, item.attempt) in (self._earlier or ())
+        store.queue_episode(self._writer, self.model_dir, stem, result, earlier=earlier)
         if self.on_done is not None:
             error = observed.agent_error.kind if observed.agent_error else None
             self.on_done(Outcome(result.verdict.passed, observed.infra_error is not None, error))

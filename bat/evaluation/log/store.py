@@ -232,16 +232,19 @@ def write_episode(model_dir: Path, stem: str, episode: EpisodeResult) -> Path:
     return path
 
 
-def queue_episode(writer: BatchWriter, model_dir: Path, stem: str, episode: EpisodeResult) -> None:
+def queue_episode(
+    writer: BatchWriter, model_dir: Path, stem: str, episode: EpisodeResult, *, earlier: bool
+) -> None:
     """:func:`write_episode` through ``writer`` (``batch_writer``: durable in batches, off
-    the event loop). An episode that has an earlier record (``--retry-infra``) is written
-    at once, as it moves that record aside first."""
-    path = layout.episode_path(model_dir, stem, episode.attempt)
-    if os.path.lexists(path):
+    the event loop). An episode with an ``earlier`` record (``--retry-infra``; the caller
+    knows, from :func:`episodes_done` at its start) is written at once, as that record is
+    moved aside first."""
+    if earlier:
         writer.flush()  # the order of the writes stays the order of the episodes
         write_episode(model_dir, stem, episode)
     else:
-        writer.put(path, episode.to_json().encode("utf-8"))
+        path = layout.episode_path(model_dir, stem, episode.attempt)
+        writer.put(path, episode.to_json().encode())
 
 
 def write_scores(path: Path, episode: EpisodeResult, scores: dict[str, Any]) -> bool:
