@@ -236,9 +236,6 @@ def run(
             _number(view_port, "--view-port", int),
             announce=lambda line: print(line, flush=True),
         )
-    from bat.evaluation.plot.render import warm_up
-
-    warm_up()  # the plot stage's imports and converter start while the episodes run
     try:
         report = run_evaluation(
             resolved,

@@ -12,11 +12,16 @@ spec each chart's files were drawn from; a chart whose spec is unchanged, with b
 files still there, is not rendered again (``eval.plot`` after a judge that changed nothing,
 a view that re-plots, a second ``eval.run`` stage).
 
-**In parallel.** vl-convert lets go of the interpreter while it converts, and its
-converter takes several requests at once: the charts are rendered on a few threads, about
-twice as fast on two cores. :func:`warm_up` starts the converter (a third of a second)
-and imports Altair ahead of time, on a thread of its own; ``eval.run`` calls it when the
-episodes start, so the plot stage does not wait for either.
+**In parallel.** vl-convert lets go of the interpreter for part of each conversion, and
+its converter takes several requests at once: the charts are rendered on a few threads.
+It helps a little: the five charts of a 200-episode run in 0.21 s instead of 0.23 s here
+(small specs, where the converter's own work dominates, in half the time).
+
+Starting the converter ahead of time, while the episodes run, was tried and left out:
+its first conversion (a third of a second) holds the interpreter most of the time, so on
+this two-core machine the episodes were slowed by as much as the plot stage gained
+(``benchmarks/scale.py``, 200 episodes at concurrency 8: 4.12 s either way), and the
+runtime's 70 MB were held through the whole run.
 """
 
 from __future__ import annotations
@@ -24,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,30 +41,6 @@ from bat.evaluation.plot.specs import Chart, ChartSet, build_charts, drawable
 
 PNG_SCALE = 2.0
 RENDERED = ".charts.json"  # chart name -> the SHA-256 of the spec its files were drawn from
-_TINY = {
-    "data": {"values": [{"x": 1}]},
-    "mark": "point",
-    "encoding": {"x": {"field": "x", "type": "quantitative"}},
-}
-
-
-def warm_up() -> threading.Thread:
-    """Import what the plot stage needs and start vl-convert's converter, on a daemon
-    thread (it fails silently: the plot stage itself reports any trouble)."""
-
-    def work() -> None:
-        try:
-            import altair  # noqa: F401
-            import jinja2  # noqa: F401
-            import vl_convert as vlc
-
-            vlc.vegalite_to_svg(_TINY, vl_version=_vegalite_version(vlc), allowed_base_urls=[])
-        except Exception:
-            pass
-
-    thread = threading.Thread(target=work, name="bat-plot-warm-up", daemon=True)
-    thread.start()
-    return thread
 
 
 def spec_digest(chart: Chart) -> str:

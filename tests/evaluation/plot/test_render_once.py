@@ -1,10 +1,10 @@
-"""Charts rendered once per change (``.charts.json``), in parallel, warmed up ahead."""
+"""Charts rendered once per change (``.charts.json``), and in parallel."""
 
 import json
 import re
 
 from bat.evaluation.plot import render as render_module
-from bat.evaluation.plot.render import RENDERED, plot_folder, render, warm_up
+from bat.evaluation.plot.render import RENDERED, plot_folder, render
 from bat.evaluation.plot.runs import find_runs
 from bat.evaluation.plot.specs import build_charts
 from tests.evaluation.plot.runkit import write_run
@@ -84,10 +84,3 @@ def test_parallel_rendering_draws_what_one_thread_draws(tmp_path):
     # the converter numbers gradients across all it draws (gradient_0, gradient_1...)
     assert [same_ids(c.svg) for c in several.charts] == [same_ids(c.svg) for c in one.charts]
     assert all(c.png.startswith(b"\x89PNG") for c in several.charts)
-
-
-def test_the_warm_up_starts_the_converter_on_a_daemon_thread():
-    thread = warm_up()
-    assert thread.daemon
-    thread.join(60)
-    assert not thread.is_alive()
