@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bat.errors import InputError
 from bat.evaluation import secrets
+from bat.evaluation.adapter import preload
 from bat.evaluation.agent_card import card_answers
 from bat.evaluation.agent_container import engine_is_local
 from bat.evaluation.agent_process import AgentProcess, tail
@@ -109,6 +111,7 @@ def run_model(
                     f"[{record.label}] stopped the agent an earlier bat left running "
                     f"(pid {agent.stale_stopped})"
                 )
+        threading.Thread(target=preload, name="bat-preload", daemon=True).start()
         for agent in agents:
             seconds = agent.wait_ready()
             say(f"[{record.label}] agent ready at {agent.url} after {seconds:.1f} s")

@@ -36,10 +36,12 @@ from collections import deque
 from pathlib import Path
 
 MAX_BATCH = 512
+IDLE_S = 2.0  # an idle writer thread ends after this long
 
 
 class BatchWriter:
-    """A queue of (path, bytes) made durable in batches by one thread (started lazily)."""
+    """A queue of (path, bytes) made durable in batches by one thread (started by a put,
+    ended after ``IDLE_S`` seconds with nothing to write)."""
 
     def __init__(self) -> None:
         self._queue: deque[tuple[Path, bytes]] = deque()
@@ -76,7 +78,9 @@ class BatchWriter:
         while True:
             with self._changed:
                 while not self._queue:
-                    self._changed.wait()
+                    if not self._changed.wait(IDLE_S) and not self._queue:
+                        self._thread = None  # idle: the next put starts another
+                        return
                 batch = [self._queue.popleft() for _ in range(min(MAX_BATCH, len(self._queue)))]
                 self._busy = True
             try:

@@ -44,8 +44,13 @@ RENDERED = ".charts.json"  # chart name -> the SHA-256 of the spec its files wer
 
 
 def spec_digest(chart: Chart) -> str:
+    """What a chart's files are drawn from: its spec, the PNG scale and the converter's
+    version (a new vl-convert may draw the same spec differently)."""
+    import vl_convert as vlc
+
     text = json.dumps(chart.spec, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(f"{PNG_SCALE}\n{text}".encode()).hexdigest()
+    drawer = f"vl-convert {getattr(vlc, '__version__', '?')}, PNG scale {PNG_SCALE}"
+    return hashlib.sha256(f"{drawer}\n{text}".encode()).hexdigest()
 
 
 def render(chart_set: ChartSet, threads: int | None = None) -> None:
@@ -56,10 +61,12 @@ def render(chart_set: ChartSet, threads: int | None = None) -> None:
     its error (the rest is a JavaScript stack): the other charts and the report are
     still written.
     """
+    todo = [chart for chart in chart_set.charts if not chart.svg]
+    if not todo:
+        return
     import vl_convert as vlc
 
     version = _vegalite_version(vlc)
-    todo = [chart for chart in chart_set.charts if not chart.svg]
 
     def draw(chart: Chart) -> str | None:
         try:

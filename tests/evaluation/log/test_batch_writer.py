@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bat.evaluation.log import layout
+from bat.evaluation.log import batch_writer, layout
 from bat.evaluation.log.batch_writer import BatchWriter
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -105,3 +105,18 @@ def test_the_episode_reader_skips_what_a_killed_writer_left_half_done(tmp_path):
     (episodes / ".t1__1.json.123.4.tmp").write_text('{"half')
     (episodes / "t1__1.json").write_text("{}")
     assert [p.name for p in layout.episode_files(tmp_path)] == ["t1__1.json"]
+
+
+def test_an_idle_writer_thread_ends_and_the_next_put_starts_another(tmp_path, monkeypatch):
+    monkeypatch.setattr(batch_writer, "IDLE_S", 0.05)
+    writer = BatchWriter()
+    writer.put(tmp_path / "a.json", b"1")
+    writer.flush()
+    first = writer._thread
+    deadline = time.monotonic() + 5
+    while writer._thread is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert writer._thread is None and not first.is_alive()
+    writer.put(tmp_path / "b.json", b"2")
+    writer.flush()
+    assert (tmp_path / "b.json").read_bytes() == b"2"
