@@ -9,13 +9,15 @@ microseconds a message. It speaks the same wire format as a2a-sdk's server (the 
 ``/.well-known/agent-card.json``, non-streaming, camelCase proto JSON), so bat's client
 reads it as it reads any 1.0 agent.
 
-``PORT`` (default 9900), ``LATENCY_MS`` (default 0: a sleep before each answer).
+``--port`` / ``PORT`` (default 9900), ``--latency-ms`` / ``LATENCY_MS`` (default 0: a
+sleep before each answer).
 Prints ``listening on http://127.0.0.1:PORT``. Benchmarks only (``benchmarks/``); nothing
 of bat imports it.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -107,8 +109,11 @@ async def serve_connection(
 
 
 async def main() -> None:
-    port = int(os.environ.get("PORT", "9900"))
-    latency = int(os.environ.get("LATENCY_MS", "0")) / 1000
+    parser = argparse.ArgumentParser(prog="eval_fixtures.fast_agent")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "9900")))
+    parser.add_argument("--latency-ms", type=int, default=int(os.environ.get("LATENCY_MS", "0")))
+    args = parser.parse_args()
+    port, latency = args.port, args.latency_ms / 1000
     card_body = card(port)
     server = await asyncio.start_server(
         lambda r, w: serve_connection(r, w, card_body, latency), HOST, port, backlog=1024
