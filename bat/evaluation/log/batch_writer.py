@@ -36,6 +36,7 @@ from collections import deque
 from pathlib import Path
 
 MAX_BATCH = 512
+MAX_QUEUED = 4 * MAX_BATCH  # files waiting before a put waits for room
 IDLE_S = 2.0  # an idle writer thread ends after this long
 
 
@@ -52,8 +53,13 @@ class BatchWriter:
         self._count = 0
 
     def put(self, path: Path, data: bytes) -> None:
-        """Queue ``data`` for the new file ``path`` (it must not exist yet)."""
+        """Queue ``data`` for the new file ``path`` (it must not exist yet). When
+        ``MAX_QUEUED`` files wait already (the disk slower than the episodes), this waits
+        for room: the queue, and bat's memory, stay bounded."""
         with self._changed:
+            self._raise_error()
+            while len(self._queue) >= MAX_QUEUED and self._error is None:
+                self._changed.wait()
             self._raise_error()
             self._queue.append((path, data))
             if self._thread is None:
@@ -83,6 +89,7 @@ class BatchWriter:
                         return
                 batch = [self._queue.popleft() for _ in range(min(MAX_BATCH, len(self._queue)))]
                 self._busy = True
+                self._changed.notify_all()  # room in the queue for a waiting put
             try:
                 self._write(batch)
             except OSError as exc:

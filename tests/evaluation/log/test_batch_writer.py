@@ -61,7 +61,7 @@ def test_a_process_killed_while_writing_leaves_only_whole_files(tmp_path):
     holds exactly what was put for it (the part left out is the batch being written)."""
     script = textwrap.dedent(
         f"""
-        import json, sys
+        import json, sys, time
         from pathlib import Path
         sys.path.insert(0, {str(ROOT)!r})
         from bat.evaluation.log.batch_writer import BatchWriter
@@ -70,6 +70,7 @@ def test_a_process_killed_while_writing_leaves_only_whole_files(tmp_path):
         for i in range(1_000_000):
             data = json.dumps({{"n": i, "pad": "y" * 4000}}).encode()
             writer.put(folder / f"e{{i:07d}}.json", data)
+            time.sleep(0.0002)  # as a runner between episodes: the interpreter is let go
             if i % 200 == 0:
                 print(i, flush=True)
         """
@@ -78,7 +79,7 @@ def test_a_process_killed_while_writing_leaves_only_whole_files(tmp_path):
         [sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, text=True
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while len(layout_files(tmp_path)) < 500 and time.monotonic() < deadline:
             time.sleep(0.02)
         child.send_signal(signal.SIGKILL)
@@ -120,3 +121,18 @@ def test_an_idle_writer_thread_ends_and_the_next_put_starts_another(tmp_path, mo
     writer.put(tmp_path / "b.json", b"2")
     writer.flush()
     assert (tmp_path / "b.json").read_bytes() == b"2"
+
+
+def test_a_writer_that_falls_behind_makes_put_wait_for_room(tmp_path, monkeypatch):
+    """A producer faster than the disk is held back at MAX_QUEUED waiting files, so
+    the queue (bat's memory) stays bounded; everything is still written."""
+    monkeypatch.setattr(batch_writer, "MAX_QUEUED", 8)
+    monkeypatch.setattr(batch_writer, "MAX_BATCH", 2)
+    writer = BatchWriter()
+    longest = 0
+    for i in range(200):
+        writer.put(tmp_path / f"e{i:03d}.json", b"{}")
+        longest = max(longest, len(writer._queue))
+    writer.flush()
+    assert longest <= 8
+    assert len(list(tmp_path.glob("*.json"))) == 200
