@@ -43,14 +43,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_agent(latency_ms: int, workdir: Path) -> AgentProcess:
+ECHO = f"{sys.executable} -m eval_fixtures.echo_agent"
+
+
+def start_agent(latency_ms: int, workdir: Path, command: str = ECHO) -> AgentProcess:
+    """A fixture agent (the echo agent unless ``command`` names another) on a free port."""
     port = free_port()
     env = {**os.environ, "PORT": str(port), "LATENCY_MS": str(latency_ms), "PYTHONPATH": str(ROOT)}
     agent = AgentProcess(
-        f"{sys.executable} -m eval_fixtures.echo_agent",
+        command,
         root=ROOT,
         env=env,
-        log=workdir / f"agent-{latency_ms}ms.log",
+        log=workdir / f"agent-{port}.log",
         url=f"http://127.0.0.1:{port}",
         startup_timeout_s=30,
         shutdown_timeout_s=5,

@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -49,7 +48,9 @@ from bat.evaluation.agent_process import AgentProcess  # noqa: E402
 from bat.evaluation.dataset import TaskSpec  # noqa: E402
 from bat.evaluation.runner import EpisodeRunner, plan  # noqa: E402
 
-ECHO = f"{sys.executable} -m eval_fixtures.echo_agent"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from eval_throughput import ECHO, free_port, start_agent  # noqa: E402
+
 FAST = f"{sys.executable} -m eval_fixtures.fast_agent"
 # Runs bat as its entry point does (BatProgram().run) and writes the process's peak memory
 # (KiB) to $BAT_PEAK_FILE before it ends (bat ends with os._exit: no atexit).
@@ -72,12 +73,6 @@ def report(text: str, ok: bool | None = None) -> None:
         text += f": {'ok' if ok else 'MISSED'}"
         failed |= not ok
     print(text, flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # --- whole command lines ------------------------------------------------------------------
@@ -168,27 +163,6 @@ def _time(text: str) -> datetime:
 # --- the engine in this process -----------------------------------------------------------
 
 
-def start_agent(command: str, workdir: Path, latency_ms: int = 0) -> AgentProcess:
-    port = free_port()
-    agent = AgentProcess(
-        command,
-        root=ROOT,
-        env={
-            **os.environ,
-            "PORT": str(port),
-            "LATENCY_MS": str(latency_ms),
-            "PYTHONPATH": str(ROOT),
-        },
-        log=workdir / f"agent-{port}.log",
-        url=f"http://127.0.0.1:{port}",
-        startup_timeout_s=30,
-        shutdown_timeout_s=5,
-    )
-    agent.start()
-    agent.wait_ready()
-    return agent
-
-
 def engine(agent: AgentProcess, out: Path, episodes: int, concurrency: int) -> tuple[float, float]:
     """(seconds, CPU seconds of this process) of ``episodes`` one-turn episodes."""
     work = plan(
@@ -261,7 +235,7 @@ def main() -> int:
         rates = {}
         cases = (("fast", FAST, 16), ("fast", FAST, 64), ("echo", ECHO, 16))
         for name, command, concurrency in cases:
-            agent = start_agent(command, workdir)
+            agent = start_agent(0, workdir, command)
             try:
                 engine(agent, workdir / f"warm-{name}-{concurrency}", 200, concurrency)
                 runs = [

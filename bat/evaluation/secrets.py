@@ -23,6 +23,7 @@ would corrupt the text around them, and a value that short protects nothing.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -132,6 +133,11 @@ class Scrubber:
         self.secrets = tuple(sorted(unique, key=len, reverse=True))
         shown = {url: display_url(url) or "" for url in urls if url and display_url(url) != url}
         self.urls = tuple(sorted(shown.items(), key=lambda item: len(item[0]), reverse=True))
+        # each secret and URL as it reads inside a JSON string (for found_in_json)
+        self._json_needles = tuple(
+            json.dumps(needle, ensure_ascii=False)[1:-1]
+            for needle in (*self.secrets, *(url for url, _ in self.urls))
+        )
 
     def __bool__(self) -> bool:
         return bool(self.secrets or self.urls)
@@ -150,10 +156,7 @@ class Scrubber:
         holding a secret holds it escaped the way JSON escapes it (character by
         character), so the check is one search per secret in the text: files that hold
         none (nearly all) are written as serialized, without walking their data."""
-        import json
-
-        needles = [*self.secrets, *(url for url, _ in self.urls)]
-        return any(json.dumps(needle, ensure_ascii=False)[1:-1] in text for needle in needles)
+        return any(needle in text for needle in self._json_needles)
 
     def data(self, value: Any) -> Any:
         """``value`` with every string in it scrubbed (mapping keys too); the shape and
