@@ -197,9 +197,9 @@ class BatProgram(Program):
             print(f"{self.leading_indent}none")
 
     def print_version(self) -> None:
-        from bat.version import installed_version
+        from bat.version import version_line
 
-        print(f"bat-cli {installed_version() or 'unknown (not installed)'}")
+        print(version_line())
 
     def print_help(self) -> None:
         print("Usage: bat [--core-opts] <command> [--command-opts] [<command> ...]")

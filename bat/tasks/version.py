@@ -10,13 +10,6 @@ from bat.tasks._options import command
 @command()
 def version(c: Context) -> None:
     """Print the installed bat-cli version (from the package metadata)."""
-    from bat.errors import OperationError
-    from bat.version import installed_version
+    from bat.version import version_line
 
-    found = installed_version()
-    if found is None:
-        raise OperationError(
-            "bat-cli version unavailable: running from a source checkout that is not "
-            "installed (pip install -e . installs it)"
-        )
-    print(f"bat-cli {found}")
+    print(version_line())

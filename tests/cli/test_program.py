@@ -84,17 +84,21 @@ def test_version_from_an_uninstalled_checkout_is_unavailable(tmp_path):
     subprocess.run(
         [uv, "pip", "install", "-q", "--python", str(python), "invoke>=2.2,<3"], check=True
     )
-    proc = subprocess.run(
-        [str(python), "-m", "bat.cli", "version"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    assert proc.returncode == 1
-    assert proc.stderr.startswith("bat: error: bat-cli version unavailable")
-    assert proc.stderr.count("\n") == 1
+    answers = []
+    for spelling in ("version", "--version"):  # one answer, however it is asked
+        proc = subprocess.run(
+            [str(python), "-m", "bat.cli", spelling],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        assert proc.returncode == 1, spelling
+        assert proc.stderr.startswith("bat: error: bat-cli version unavailable"), spelling
+        assert proc.stderr.count("\n") == 1
+        answers.append((proc.returncode, proc.stdout, proc.stderr))
+    assert answers[0] == answers[1]
 
 
 # -- configuration layers -------------------------------------------------------------
