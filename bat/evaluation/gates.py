@@ -31,6 +31,7 @@ from bat.evaluation.log.gates import GATES_SCHEMA, GateResult, GatesFile
 from bat.evaluation.log.run import RunRecord
 from bat.evaluation.log.summary import EpisodeRow, Metrics, Summary
 from bat.evaluation.metrics import summarize
+from bat.wording import counted
 
 TaskTags = Callable[[], dict[str, frozenset[str]]]
 
@@ -192,7 +193,7 @@ def _must_pass(base: dict, scope: _Scope) -> GateResult:
     detail = ""
     if bad:
         shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-        detail = f"{len(bad)} task(s) did not pass every attempt: {shown}"
+        detail = f"{counted(len(bad), 'task')} did not pass every attempt: {shown}"
     return GateResult(
         **base, model=scope.model, value=float(len(bad)), passed=not bad, detail=detail
     )
@@ -319,7 +320,7 @@ def trust_problems(run_dir: Path, max_infra_failures: int) -> list[str]:
         for label, count in counts.items():
             if count:
                 problems.append(
-                    f"{label}: {count} infrastructure failure(s), {budget} "
+                    f"{label}: {counted(count, 'infrastructure failure')}, {budget} "
                     f"(run them again: bat eval.run --resume {run_dir.name} --retry-infra)"
                 )
     return problems
@@ -342,7 +343,7 @@ def table(gates: GatesFile) -> str:
     verdict = (
         "every gate passed"
         if gates.passed
-        else f"{len(gates.failed)} of {len(gates.gates)} gate(s) failed"
+        else f"{len(gates.failed)} of {counted(len(gates.gates), 'gate')} failed"
     )
     return "\n".join([*lines, verdict])
 

@@ -40,6 +40,7 @@ from bat.evaluation.selection import Selection
 from bat.evaluation.shards import Shard
 from bat.evaluation.verdict import judge_episode
 from bat.terminal import safe
+from bat.wording import counted
 
 Say = Callable[[str], None]
 
@@ -521,7 +522,7 @@ def recheck_run(run_dir: Path, dataset: Dataset, *, say: Say = print) -> int:
         changed = 0
         for folder in batcli.model_folders(run_dir):
             changed += batcli.recheck(folder, tasks)
-        say(f"{changed} verdict(s) changed")
+        say(f"{counted(changed, 'verdict')} changed")
         return changed
     rewrites = []  # every episode is read and judged before any is written
     for model_dir in rundir.model_dirs(run_dir):
@@ -534,7 +535,7 @@ def recheck_run(run_dir: Path, dataset: Dataset, *, say: Say = print) -> int:
                 rewrites.append((path, episode, verdict))
     for path, episode, verdict in rewrites:
         store.write_verdict(path, episode, verdict)
-    say(f"{len(rewrites)} verdict(s) changed")
+    say(f"{counted(len(rewrites), 'verdict')} changed")
     return len(rewrites)
 
 

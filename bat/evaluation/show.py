@@ -12,6 +12,7 @@ from typing import Any
 from bat.evaluation.config import ResolvedConfig
 from bat.evaluation.dataset import Dataset, DatasetCheck, check_dataset
 from bat.evaluation.secrets import display_url
+from bat.wording import counted
 
 
 def warnings_of(
@@ -158,8 +159,8 @@ def plan(resolved: ResolvedConfig, selection: Any, gates: list[Any], shard: Any 
         )
     lines.append("gates          " + ("; ".join(g.title for g in gates) if gates else "(none)"))
     lines.append(
-        f"plan           {models} model(s) × {count} task(s) × k = {resolved.evaluation.k} "
-        f"= {episodes} episode(s)"
+        f"plan           {counted(models, 'model')} × {counted(count, 'task')} × k = "
+        f"{resolved.evaluation.k} = {counted(episodes, 'episode')}"
     )
     if shard is not None:
         k = resolved.evaluation.k
@@ -169,6 +170,7 @@ def plan(resolved: ResolvedConfig, selection: Any, gates: list[Any], shard: Any 
             for attempt in range(1, k + 1)
             for t in range(count)
         )
-        lines.append(f"shard          slice {shard}: {mine} of those {episodes} episode(s)")
+        those = counted(episodes, "episode")
+        lines.append(f"shard          slice {shard}: {mine} of those {those}")
     lines.append("dry run: nothing was started or written")
     return "\n".join(lines)

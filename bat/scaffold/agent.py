@@ -277,9 +277,13 @@ def _env_conflicts(request: AgentRequest, text: str, path: Path) -> list[str]:
 
 
 def _context(request: AgentRequest) -> dict:
+    from bat.scaffold.dockerfile import settings_block
     from bat.version import installed_version
 
+    settings = {"PORT": str(request.port), "MODEL": request.model}
+    settings["MODEL_PROVIDER"] = request.provider.name
     return {
+        "settings_block": settings_block(settings),
         "agent": request.name,
         "clients": request.clients,
         "main_client": request.main_client or request.clients[0],

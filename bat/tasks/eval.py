@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from invoke import Collection, Context, task
 
 from bat.tasks._options import BatTask, command, setting
+from bat.wording import counted
 
 DEFAULTS = {"file": "eval/eval.yaml", "run_dir": None, "image": None}
 
@@ -274,7 +275,7 @@ def conclude(c: Context) -> None:
         raise IncompleteRun("the run's numbers are incomplete", details=untrusted)
     failed = setting(c, None, "eval.gates_failed", None)
     if failed:
-        raise GateFailed(f"{len(failed)} gate(s) failed", details=failed)
+        raise GateFailed(f"{counted(len(failed), 'gate')} failed", details=failed)
 
 
 @command(
@@ -324,7 +325,7 @@ def gate(
     if untrusted:
         raise IncompleteRun(f"{run_dir.name}: the numbers are incomplete", details=untrusted)
     if failed:
-        raise GateFailed(f"{len(failed)} gate(s) failed", details=failed)
+        raise GateFailed(f"{counted(len(failed), 'gate')} failed", details=failed)
 
 
 @command(help={"run": "Run directory or run id (default: the latest run)."})
@@ -364,7 +365,7 @@ def summarize(c: Context, run: str | None = None) -> None:
         f"write the summaries with: bat eval.summarize --run {run_dir.name}",
     ):
         written = summarize_run(run_dir)
-    print(f"Wrote {len(written)} file(s) in {run_dir}")
+    print(f"Wrote {counted(len(written), 'file')} in {run_dir}")
 
 
 @command(
@@ -409,7 +410,7 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
         chained = setting(c, None, "eval.plot_folder", None)  # eval.merge -o DIR
         base = Path(folder or chained) if folder or chained else _config(c).output_dir
         result = plot_folder(base, filter or None)
-    print(f"{len(result.runs)} run(s) in {base}")
+    print(f"{counted(len(result.runs), 'run')} in {base}")
     for path in result.removed:
         print(f"Removed {path} (no longer drawn)")
     for note in result.notes:

@@ -24,11 +24,14 @@ def env(
     docker_registry: str | None = None,
     repo: str | None = None,
 ) -> None:
-    """Update values in ./.env in place, keeping every other line as it is."""
+    """Update values in ./.env in place, keeping every other line as it is; PORT, MODEL and
+    MODEL_PROVIDER also in the Dockerfile's settings block, so the image agrees."""
+    import sys
     from pathlib import Path
 
     from bat.errors import BatError, InputError
     from bat.scaffold import values
+    from bat.scaffold.dockerfile import KEYS, update_dockerfile
     from bat.scaffold.dotenv import update_env_file
 
     checks = (
@@ -49,6 +52,17 @@ def env(
     update_env_file(Path(".env"), updates)
     for key, value in updates.items():
         print(f"Set {key}={value} in .env")
+    image_updates = {key: value for key, value in updates.items() if key in KEYS}
+    if image_updates and Path("Dockerfile").exists():
+        changed = update_dockerfile(Path("Dockerfile"), image_updates)
+        if changed is None:
+            print(
+                "bat: note: Dockerfile has no bat settings block: set "
+                f"{', '.join(image_updates)} there yourself (docs/set.md)",
+                file=sys.stderr,
+            )
+        elif changed:
+            print(f"Set {', '.join(image_updates)} in the Dockerfile's settings block")
 
 
 ns = Collection("set")

@@ -384,7 +384,7 @@ def rejudge(tmp_path, bat, change_t09: bool):
     before = snapshot(run)
     result = bat("eval.verdict", "--run", str(run), cwd=project)
     assert result.code == 0, result.err
-    assert result.out.strip() == f"{5 if change_t09 else 0} verdict(s) changed"
+    assert result.out.strip() == f"{5 if change_t09 else 0} verdicts changed"
     return project, run, before
 
 
@@ -432,7 +432,7 @@ def test_verdict_rejudges_a_batcli_run_in_its_own_format(tmp_path, bat, home):
     assert json.loads(compared.out)["improved"] == ["t09"]
     # Once more: nothing left to change.
     again = bat("eval.verdict", "--run", str(run), cwd=project)
-    assert again.out.strip() == "0 verdict(s) changed"
+    assert again.out.strip() == "0 verdicts changed"
 
 
 def test_verdict_with_the_dataset_it_ran_with_rewrites_nothing(tmp_path, bat, home):
@@ -451,7 +451,7 @@ def test_verdict_of_a_model_folder_keeps_tasks_the_dataset_no_longer_has(tmp_pat
     before = snapshot(run)
     result = bat("eval.verdict", "--run", str(run / MODEL), cwd=project)
     assert result.code == 0, result.err
-    assert result.out.strip() == "5 verdict(s) changed"
+    assert result.out.strip() == "5 verdicts changed"
     for name in ("t07__try0.json", "t11__try3.json", "t00__try2.json"):
         key = f"{MODEL}/episodes/{name}"
         assert snapshot(run)[key] == before[key]
@@ -465,7 +465,7 @@ def test_verdict_finds_a_batcli_run_by_its_id_under_output_dir(tmp_path, bat, ho
     copy_run(project / "eval" / "output")
     result = bat("eval.verdict", "--run", RUN.name, cwd=project)
     assert result.code == 0, result.err
-    assert result.out.strip() == "5 verdict(s) changed"
+    assert result.out.strip() == "5 verdicts changed"
     # Without --run and no run of bat's there, bat-cli's run folders are named
     result = bat("eval.verdict", cwd=project)
     assert result.code == 2

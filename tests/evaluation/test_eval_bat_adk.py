@@ -7,6 +7,7 @@ its config.yaml's endpoint says it listens, talks A2A to it, and reads token usa
 the span file bat-adk writes where the engine told it to.
 """
 
+import contextlib
 import json
 import os
 import subprocess
@@ -35,10 +36,11 @@ TASKS = [
 ]
 
 
-def test_eval_run_against_a_real_bat_adk_agent(tmp_path, bat, home):
+def scaffold_and_sync(tmp_path, bat, name: str):
+    """``bat init.agent NAME``, then ``uv sync`` of it (bat-adk from PyPI or uv's cache)."""
     python, uv = find_python(), uv_binary()
-    assert bat("init.agent", "graded", "-o", str(tmp_path), "--port", str(free_port())).code == 0
-    agent = tmp_path / "graded"
+    assert bat("init.agent", name, "-o", str(tmp_path), "--port", str(free_port())).code == 0
+    agent = tmp_path / name
     env = {
         k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PORT", "MODEL", "BASE_URL")
     }
@@ -47,22 +49,21 @@ def test_eval_run_against_a_real_bat_adk_agent(tmp_path, bat, home):
         [uv, "sync"], cwd=agent, env=env, capture_output=True, text=True, timeout=600, check=False
     )
     assert synced.returncode == 0, synced.stderr
-    # As a bat-cli-made agent has it: a literal port in config.yaml's endpoint, another
-    # PORT in .env. bat must reach the agent where bat-adk makes it listen: the endpoint.
-    endpoint_port = free_port()
-    config_text = (agent / "config.yaml").read_text().replace("${PORT}", str(endpoint_port))
-    (agent / "config.yaml").write_text(config_text)
-    config_before = (agent / "config.yaml").read_bytes()
+    return agent, python
 
-    (tmp_path / "rules.json").write_text(json.dumps(RULES))
-    model_port = free_port()
+
+@contextlib.contextmanager
+def model_server(tmp_path, rules):
+    """The scripted model server on a free port, answering from ``rules``: its port."""
+    (tmp_path / "rules.json").write_text(json.dumps(rules))
+    port = free_port()
     server = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "eval_fixtures.model_server",
             "--port",
-            str(model_port),
+            str(port),
             "--rules",
             str(tmp_path / "rules.json"),
         ],
@@ -72,24 +73,39 @@ def test_eval_run_against_a_real_bat_adk_agent(tmp_path, bat, home):
     )
     try:
         assert "listening" in server.stdout.readline()
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def scripted_model(port: int) -> dict:
+    return {
+        "provider": "openai",
+        "model": "scripted",
+        "base_url": f"http://127.0.0.1:{port}/v1",
+        "env": {"OPENAI_API_KEY": "not-a-real-key"},
+    }
+
+
+def test_eval_run_against_a_real_bat_adk_agent(tmp_path, bat, home):
+    agent, python = scaffold_and_sync(tmp_path, bat, "graded")
+    # As a bat-cli-made agent has it: a literal port in config.yaml's endpoint, another
+    # PORT in .env. bat must reach the agent where bat-adk makes it listen: the endpoint.
+    endpoint_port = free_port()
+    config_text = (agent / "config.yaml").read_text().replace("${PORT}", str(endpoint_port))
+    (agent / "config.yaml").write_text(config_text)
+    config_before = (agent / "config.yaml").read_bytes()
+
+    with model_server(tmp_path, RULES) as model_port:
         assert bat("eval.init", cwd=agent).code == 0
         (agent / "eval/input/tasks.json").write_text(json.dumps(TASKS))
         config = yaml.safe_load((agent / "eval/eval.yaml").read_text())
         config["evaluation"].update(k=2, concurrency=2, agent_startup_timeout_s=120)
         config["evaluation"]["agent"]["env"] = {"UV_PYTHON": python, "UV_PYTHON_DOWNLOADS": "never"}
-        config["models"] = [
-            {
-                "provider": "openai",
-                "model": "scripted",
-                "base_url": f"http://127.0.0.1:{model_port}/v1",
-                "env": {"OPENAI_API_KEY": "not-a-real-key"},
-            }
-        ]
+        config["models"] = [scripted_model(model_port)]
         (agent / "eval/eval.yaml").write_text(yaml.safe_dump(config))
         result = bat("eval.run", cwd=agent, timeout=600)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
     assert result.code == 0, result.out + result.err
     assert f"agent ready at http://127.0.0.1:{endpoint_port}" in result.out
     (run_dir,) = run_dirs(agent)
@@ -106,3 +122,38 @@ def test_eval_run_against_a_real_bat_adk_agent(tmp_path, bat, home):
     assert model["spans"] == "expected"  # a bat-adk project: its spans were worth waiting for
     assert (agent / "config.yaml").read_bytes() == config_before
     assert not (agent / "spans.jsonl").exists()
+
+
+# What a model would answer the sample tasks; the rest echo, as the server does.
+SAMPLE_RULES = [
+    {"match": "capital of France", "reply": "Paris."},
+    {"match": "What is my name?", "reply": "You told me: {first}"},
+]
+
+
+def test_the_sample_evaluation_passes_against_a_fresh_scaffold(tmp_path, bat, home):
+    """A new user's first run: init.agent, eval.init, eval.run, nothing edited but the
+    model (here the scripted server, as a user would name theirs). Every sample task
+    teaches one check and every one passes, so a first run shows 100 %, not a failure
+    the user would blame on bat or on the agent."""
+    agent, python = scaffold_and_sync(tmp_path, bat, "first-hour")
+    assert bat("eval.init", cwd=agent).code == 0
+    tasks = json.loads((agent / "eval/input/tasks.json").read_text())
+    assert all(task["meta"]["teaches"] for task in tasks)
+    eval_yaml = (agent / "eval/eval.yaml").read_text()
+    for task in tasks:  # eval.yaml's comments name each sample task
+        assert task["id"] in eval_yaml
+    with model_server(tmp_path, SAMPLE_RULES) as port:
+        config = yaml.safe_load(eval_yaml)
+        config["evaluation"].update(agent_startup_timeout_s=120)
+        config["evaluation"]["agent"]["env"] = {"UV_PYTHON": python, "UV_PYTHON_DOWNLOADS": "never"}
+        config["models"] = [scripted_model(port)]
+        (agent / "eval/eval.yaml").write_text(yaml.safe_dump(config))
+        result = bat("eval.run", cwd=agent, timeout=600)
+    assert result.code == 0, result.out + result.err
+    (run_dir,) = run_dirs(agent)
+    found = episodes(run_dir, "openai_scripted")
+    failing = {n: e["verdict"]["reason"] for n, e in found.items() if not e["verdict"]["passed"]}
+    assert failing == {}, failing
+    totals = summary(run_dir, "openai_scripted")["totals"]
+    assert totals["passed"] == len(tasks) * config["evaluation"]["k"]

@@ -268,7 +268,7 @@ def test_ctrl_c_while_the_report_is_drawn_exits_130_in_one_line(tmp_path, bat, h
     exit 130, never -2 or a traceback from threading's shutdown."""
     project = make_project(tmp_path, tasks(3))
     proc = start_bat("eval.run", cwd=project, home=home)
-    read_until(proc, "file(s) in")  # eval.summarize is done: eval.plot begins
+    read_until(proc, "files in")  # eval.summarize is done: eval.plot begins
     time.sleep(delay_s)
     if proc.poll() is not None:  # a fast machine drew it all first: then it is whole
         _, err = proc.communicate(timeout=20)

@@ -306,7 +306,7 @@ def test_stages_run_alone_on_the_latest_run(tmp_path, bat, home):
     tasks[0]["expected"]["output_must_contain"] = ["Paris"]
     (project / "eval/input/tasks.json").write_text(json.dumps(tasks))
     checked = bat("eval.verdict", "--run", run_dir.name, cwd=project)
-    assert checked.code == 0 and "2 verdict(s) changed" in checked.out
+    assert checked.code == 0 and "2 verdicts changed" in checked.out
     assert bat("eval.summarize", "--run", str(run_dir), cwd=project).code == 0
     assert summary(run_dir)["totals"]["passed"] == 0
     missing = bat("eval.summarize", "--run", "nope", cwd=project)

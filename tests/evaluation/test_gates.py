@@ -128,7 +128,7 @@ def test_a_failing_gate_exits_1_and_says_why(judged, gate, detail):
     project, run_dir = judged
     result = bat("eval.gate", "--gate", "pass_rate > 0", "--gate", gate, cwd=project)
     assert result.code == 1, result.err
-    assert result.err.splitlines()[0] == "bat: error: 1 gate(s) failed"
+    assert result.err.splitlines()[0] == "bat: error: 1 gate failed"
     assert detail in result.err and "Traceback" not in result.err
     written = gates_of(run_dir)
     assert written["passed"] is False
@@ -167,7 +167,7 @@ def test_scopes_tasks_tags_must_pass_and_pooled_models(judged):
     )
     assert not by_name["nothing"]["passed"]
     assert by_name["nothing"]["detail"] == "no episode of the tasks chosen"
-    assert "3 gate(s) failed" in result.err
+    assert "3 gates failed" in result.err
 
 
 def test_eval_run_chains_the_gate_before_the_charts_and_export_and_exits_last(tmp_path):
@@ -183,14 +183,14 @@ def test_eval_run_chains_the_gate_before_the_charts_and_export_and_exits_last(tm
     export = lines.index("Wrote out/junit.xml")
     assert table < report < export
     assert result.err.splitlines()[-2:] == [
-        "bat: error: 1 gate(s) failed",
+        "bat: error: 1 gate failed",
         "  - pass_rate >= 0.9 [agent-default]: 0.6667 is not >= 0.9",
     ]
     (run_dir,) = run_dirs(project)
     assert [g["passed"] for g in gates_of(run_dir)["gates"]] == [False, True]
     html = (project / "eval/output/report.html").read_text()
     assert html.index('id="gates"') < html.index('id="runs"')
-    assert "1 of 2 gate(s) failed" in html
+    assert "1 of 2 gates failed" in html
 
 
 def test_no_gates_means_exit_0_and_no_gates_file(tmp_path):
@@ -208,7 +208,7 @@ def test_infrastructure_failures_over_the_budget_exit_3_whatever_the_gates_say(t
     project = make_project(tmp_path / "p", tasks, k=1, turn_timeout_s=0.5)
     result = bat("eval.run", "--gate", "pass_rate >= 0", cwd=project)
     assert result.code == 3, result.err
-    assert "1 infrastructure failure(s), none allowed" in result.err
+    assert "1 infrastructure failure, none allowed" in result.err
     assert bat("eval.gate", "--gate", "pass_rate >= 0", cwd=project).code == 3
     # Within the budget the numbers stand, and the gates decide.
     set_gates(project, [], max_infra_failures=1)

@@ -106,7 +106,7 @@ def test_dry_run_prints_the_plan_and_starts_and_writes_nothing(tmp_path):
     )
     assert result.code == 0, result.err
     lines = result.out.splitlines()
-    assert "plan           2 model(s) × 2 task(s) × k = 3 = 12 episode(s)" in lines
+    assert "plan           2 models × 2 tasks × k = 3 = 12 episodes" in lines
     assert "tasks          2 of 4 chosen by --tag auth: login-ok, login-bad" in lines
     assert "gates          pass_rate >= 0.9; pass_hat_3 >= 0.5" in lines
     assert any(line.startswith("agent ") and "eval_fixtures.echo_agent" in line for line in lines)

@@ -210,4 +210,4 @@ def test_a_shard_resumes_its_own_slice_only(tmp_path, bat, home):
     refused = bat("eval.run", "--resume", "--shard", "1/2", cwd=project)
     assert refused.code == 2 and "holds slice 2/2" in refused.err
     plan = bat("eval.run", "--shard", "1/2", "--dry-run", cwd=project)
-    assert plan.code == 0 and "slice 1/2: 6 of those 11 episode(s)" in plan.out
+    assert plan.code == 0 and "slice 1/2: 6 of those 11 episodes" in plan.out

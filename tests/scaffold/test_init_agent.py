@@ -83,8 +83,9 @@ def test_agent_card_is_a_valid_a2a_agent_card(agent):
 def test_config_yaml_has_the_bat_adk_sections(agent):
     text = (agent / "config.yaml").read_text()
     config = yaml.safe_load(text)
-    assert config["endpoint"] == {"url": "http://localhost", "port": "${PORT}"}
-    assert config["model"] == {"provider": "ollama", "name": "llama3.1"}
+    # One place for each setting: .env (and the Dockerfile's block, in an image).
+    assert config["endpoint"] == {"url": "${PUBLIC_URL}", "port": "${PORT}"}
+    assert config["model"] == {"provider": "${MODEL_PROVIDER}", "name": "${MODEL}"}
     assert config["checkpoints"] is True
     assert config["telemetry"]["output"] == [{"type": "local", "file_path": "spans.jsonl"}]
     assert config["telemetry"]["privacy"] == "none"
@@ -97,7 +98,12 @@ def test_env_carries_the_flags(agent):
         for line in (agent / ".env").read_text().splitlines()
         if line and not line.startswith("#")
     )
-    assert env == {"PORT": "9123", "MODEL": "llama3.1", "MODEL_PROVIDER": "ollama"}
+    assert env == {
+        "PORT": "9123",
+        "PUBLIC_URL": "http://localhost",
+        "MODEL": "llama3.1",
+        "MODEL_PROVIDER": "ollama",
+    }
 
 
 def test_env_has_an_empty_key_line_for_providers_that_need_one(tmp_path, bat, home):
@@ -122,6 +128,10 @@ def test_dockerfile_is_multi_stage_non_root_and_versioned(agent):
     assert "ARG VERSION" in text
     assert re.search(r"^USER (?!root)\w+", text, re.M)
     assert "EXPOSE 9123" in text
+    block = r"^ENV PORT=9123 \\\n\s+MODEL=llama3.1 \\\n\s+MODEL_PROVIDER=ollama$"
+    assert re.search(block, text, re.M)
+    # the card of a container advertises the container's host name (or PUBLIC_URL)
+    assert "${PUBLIC_URL:-http://$(hostname)}" in text.splitlines()[-1]
 
 
 def test_makefile_targets_use_registry_repo_and_version(agent):
@@ -172,8 +182,9 @@ def test_agent_tasks_py_runs_under_invoke(agent):
         [str(invoke), "--list"], cwd=agent, capture_output=True, text=True, check=False
     )
     assert listing.returncode == 0, listing.stderr
-    for name in ("check", "release", "init.agent", "add.client", "set.env", "eval.run", "version"):
-        assert name in listing.stdout
+    names = ("check", "release", "init.agent", "add.client", "set.env", "eval.run", "version")
+    for name in (*names, "build", "push"):
+        assert re.search(rf"^\s+{re.escape(name)}\b", listing.stdout, re.M), name
     run = subprocess.run(
         [str(invoke), "release"], cwd=agent, capture_output=True, text=True, check=False
     )

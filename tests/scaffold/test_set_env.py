@@ -194,3 +194,36 @@ def test_fuzzed_env_through_bat_round_trips_or_is_refused(tmp_path_factory, line
         return
     before, after = parse_env(data.decode()), parse_env((folder / ".env").read_text())
     assert after == {**before, "PORT": str(int(port))}
+
+
+def test_the_dockerfile_follows_port_model_and_provider(tmp_path, bat, home):
+    """An image has no .env: its ENV block must say what .env says, or the container
+    listens on the old port and answers with the old model."""
+    assert bat("init.agent", "boxed", "-o", str(tmp_path), "--port", "9900").code == 0
+    agent = tmp_path / "boxed"
+    before = (agent / "Dockerfile").read_text()
+    result = bat("set.env", "--port", "9911", "--model", "gpt-4.1", cwd=agent)
+    assert result.code == 0, result.err
+    assert "Set PORT, MODEL in the Dockerfile's settings block" in result.out
+    after = (agent / "Dockerfile").read_text()
+    assert "ENV PORT=9911 \\\n    MODEL=gpt-4.1 \\\n    MODEL_PROVIDER=openai\n" in after
+    assert "\nEXPOSE 9911\n" in after and "9900" not in after
+    # Nothing outside the block changed.
+    outside = before.split("# >>> bat: settings")[0], before.split("# <<< bat: settings <<<")[1]
+    assert after.startswith(outside[0]) and after.endswith(outside[1])
+    # The provider alone: the block keeps the port and model it has.
+    assert bat("set.env", "--model-provider", "anthropic", cwd=agent).code == 0
+    assert (
+        "MODEL=gpt-4.1 \\\n    MODEL_PROVIDER=anthropic\nEXPOSE 9911\n"
+        in (agent / "Dockerfile").read_text()
+    )
+
+
+def test_a_dockerfile_without_the_block_is_left_and_named(agent_dir, bat):
+    (agent_dir / "Dockerfile").write_text("FROM mine\nEXPOSE 9900\n")
+    result = bat("set.env", "--port", "9911", cwd=agent_dir)
+    assert result.code == 0
+    assert (agent_dir / "Dockerfile").read_text() == "FROM mine\nEXPOSE 9900\n"
+    assert "Dockerfile has no bat settings block: set PORT there yourself" in result.err
+    # Settings the image does not carry leave the Dockerfile alone, without a note.
+    assert bat("set.env", "--repo", "team/a", cwd=agent_dir).err == ""

@@ -33,6 +33,7 @@ from bat.evaluation.log.episode import EpisodeResult
 from bat.evaluation.log.summary import EpisodeRow
 from bat.evaluation.plot.runs import Run, matches, task_order
 from bat.evaluation.plot.specs import ChartSet
+from bat.wording import counted
 
 REPORT_FILE = "report.html"
 TEMPLATE = "report.html.j2"
@@ -84,13 +85,13 @@ def render_report(
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "runs": runs,
         "cards": [
-            ("runs", str(len(runs))),
-            ("tasks", str(len(all_tasks))),
-            ("episodes", str(total)),
+            _tile(len(runs), "run"),
+            _tile(len(all_tasks), "task"),
+            _tile(total, "episode"),
             ("passed", f"{passed} ({percent(passed / total if total else None)})"),
-            ("agent errors", str(sum(sum(run.agent_errors.values()) for run in runs))),
-            ("infra failures", str(sum(run.infra_failures for run in runs))),
-            ("vacuous passes", str(sum(run.vacuous_passes for run in runs))),
+            _tile(sum(sum(run.agent_errors.values()) for run in runs), "agent error"),
+            _tile(sum(run.infra_failures for run in runs), "infra failure"),
+            _tile(sum(run.vacuous_passes for run in runs), "vacuous pass", "vacuous passes"),
         ],
         "task_filter": task_filter,
         "tasks_shown": len(tasks),
@@ -102,6 +103,7 @@ def render_report(
             {
                 "name": chart.name,
                 "title": chart.title,
+                "reading": chart.reading,
                 "src": "data:image/svg+xml;base64,"
                 + base64.b64encode(chart.svg.encode("utf-8")).decode("ascii"),
                 "svg": quote(chart.name) + ".svg",
@@ -379,12 +381,25 @@ def _episodes_by_task(
 # --- tables -------------------------------------------------------------------------------
 
 
+def _tile(count: int, noun: str, plural: str | None = None) -> tuple[str, str]:
+    """A figure tile of the report's head: its label agrees with its number ("1 run")."""
+    number, word = counted(count, noun, plural).split(" ", 1)
+    return word, number
+
+
 def _runs_table(runs: list[Run]) -> dict[str, Any]:
     dimensions: list[str] = []
     for run in runs:
         for dimension in run.judge:
             if dimension not in dimensions:
                 dimensions.append(dimension)
+    # k in the heading when the runs share it: a column less wide, so that the table
+    # fits a 1366-pixel screen (the judge scores have a table of their own).
+    ks = {run.k for run in runs}
+    shared_k = ks.pop() if len(ks) == 1 else None
+    at_k, hat_k = (
+        ("pass@k", "pass^k") if shared_k is None else (f"pass@{shared_k}", f"pass^{shared_k}")
+    )
     head = [
         "#",
         "run",
@@ -392,14 +407,17 @@ def _runs_table(runs: list[Run]) -> dict[str, Any]:
         "passed",
         "pass rate",
         "95 % interval",
-        "pass@k",
-        "pass^k",
+        at_k,
+        hat_k,
         "agent errors",
         "infra failures",
         "latency median / p90 / p99 (s)",
         "tokens / episode",
-        *(f"judge: {d}" for d in dimensions),
     ]
+
+    def with_k(value: float | None, k: int) -> str:
+        return percent(value) if shared_k is not None else f"{percent(value)} (k={k})"
+
     rows = []
     for run in runs:
         interval = run.pass_rate_ci95
@@ -413,8 +431,8 @@ def _runs_table(runs: list[Run]) -> dict[str, Any]:
                 "passed": str(run.passed),
                 "pass_rate": percent(run.pass_rate),
                 "interval": f"{percent(interval[0])} – {percent(interval[1])}" if interval else "–",
-                "pass_at_k": f"{percent(run.pass_at_k)} (k={run.k})",
-                "pass_hat_k": f"{percent(run.pass_hat_k)} (k={run.k})",
+                "pass_at_k": with_k(run.pass_at_k, run.k),
+                "pass_hat_k": with_k(run.pass_hat_k, run.k),
                 "agent_errors": [f"{n} {kind}" for kind, n in run.agent_errors.items()] or ["0"],
                 "infra": str(run.infra_failures),
                 "latency": " / ".join(
@@ -426,7 +444,7 @@ def _runs_table(runs: list[Run]) -> dict[str, Any]:
                 ],
             }
         )
-    return {"head": head, "rows": rows}
+    return {"head": head, "rows": rows, "judge_head": ["#", "run", *dimensions]}
 
 
 def _task_rows(runs: list[Run], tasks: list[str]) -> list[dict[str, Any]]:

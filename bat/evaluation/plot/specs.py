@@ -30,6 +30,19 @@ JUDGE_DIMENSIONS = (
     "hallucination_score",
     "tool_call_appropriateness",
 )
+# Which way each chart is better, said under its title (in the image, so a chart shown
+# alone says it too, and in the report's caption): a newcomer cannot guess that a higher
+# hallucination_score means fewer hallucinations.
+READING = {
+    "pass_rate": "higher is better",
+    "task_heatmap": "green is better: the share of each task's attempts that passed",
+    "pass_hat_k": "higher is better; the steeper the drop with k, the flakier the agent",
+    "latency": "shorter is better",
+    "tokens": "fewer is cheaper",
+    "judge_scores": (
+        "higher is better for every score, 0 to 1 (hallucination_score 1: nothing invented)"
+    ),
+}
 LABEL_LIMIT = 60  # columns of a label drawn in a chart (a wide character, 😀 or 東, is 2)
 # Rows of the task heatmap: beyond them the renderer runs out of stack (about 1,500 tasks)
 # and nobody reads the chart anyway; a larger dataset shows its worst tasks.
@@ -43,6 +56,7 @@ class Chart:
     name: str
     title: str
     spec: dict[str, Any]
+    reading: str = ""  # which way is better (READING)
     svg: str = ""
     png: bytes = b""
 
@@ -77,8 +91,10 @@ def build_charts(runs: list[Run], task_filter: str | None = None) -> ChartSet:
             result.skipped[name] = made
             continue
         title, chart = made
-        spec = chart.properties(title=title).to_dict(validate=False)
-        result.charts.append(Chart(name=name, title=title, spec=spec))
+        reading = READING[name]
+        heading = alt.TitleParams(title, subtitle=reading, subtitleColor="#56606b")
+        spec = chart.properties(title=heading).to_dict(validate=False)
+        result.charts.append(Chart(name=name, title=title, spec=spec, reading=reading))
     return result
 
 

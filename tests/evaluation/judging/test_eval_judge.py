@@ -139,6 +139,6 @@ def test_judge_of_an_older_run_summarizes_that_run_not_the_latest(tmp_path, bat,
     newer_summary = (newer / "agent-default" / "summary.json").read_bytes()
     result = bat("eval.judge", "--run", older.name, cwd=project)
     assert result.code == 0, result.err
-    assert f"Wrote 2 file(s) in {older}" in result.out, result.out
+    assert f"Wrote 2 files in {older}" in result.out, result.out
     assert (older / "agent-default" / "summary.json").is_file()
     assert (newer / "agent-default" / "summary.json").read_bytes() == newer_summary

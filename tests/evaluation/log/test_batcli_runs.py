@@ -273,7 +273,7 @@ def test_plot_of_the_batcli_run_folder(tmp_path):
     run_dir = copy_run(tmp_path)
     result = run_bat("eval.plot", "-f", str(run_dir), timeout=120)
     assert result.code == 0, result.err
-    assert "1 run(s)" in result.out
+    assert "1 run" in result.out
     for name in DRAWN:
         assert (run_dir / f"{name}.png").is_file() and (run_dir / f"{name}.svg").is_file()
         texts = " ".join(svg_texts(run_dir / f"{name}.svg"))
@@ -299,7 +299,7 @@ def test_plot_of_a_batcli_run_beside_one_of_ours(tmp_path):
     write_run(base, "20260101-000000-ours", "openai:gpt-4.1-mini", TASKS)
     result = run_bat("eval.plot", "-f", str(base), timeout=120)
     assert result.code == 0, result.err
-    assert "2 run(s)" in result.out
+    assert "2 runs" in result.out
     ours = "openai:gpt-4.1-mini @ 20260101-000000-ours"
     rates = svg_texts(base / "pass_rate.svg")
     assert "75% (15/20)" in rates and "50% (6/12)" in rates

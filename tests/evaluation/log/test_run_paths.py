@@ -160,7 +160,7 @@ def test_a_batcli_model_folder_linked_out_of_its_run_is_refused(tmp_path, bat, h
     shutil.move(outside / BATCLI_MODEL, run / BATCLI_MODEL)
     result = bat("eval.verdict", "--run", str(run), cwd=project)
     assert result.code == 0, result.err
-    assert result.out.strip() == "5 verdict(s) changed"
+    assert result.out.strip() == "5 verdicts changed"
 
 
 @pytest.mark.parametrize("dangling", [False, True], ids=["to-a-folder", "dangling"])

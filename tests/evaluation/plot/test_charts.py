@@ -58,7 +58,7 @@ def png_size(data: bytes) -> tuple[int, int]:
 def test_every_chart_as_png_and_svg_with_judge_scores(runs_dir):
     result = plot(runs_dir)
     assert result.code == 0, result.err
-    assert "3 run(s)" in result.out
+    assert "3 runs" in result.out
     for name in ALL_CHARTS:
         png = (runs_dir / f"{name}.png").read_bytes()
         width, height = png_size(png)
@@ -357,7 +357,7 @@ def test_a_malformed_metrics_file_is_named(tmp_path, how):
     assert result.code == 0, result.err
     assert f"warning: left out of the charts and report: {bad}" in result.err
     assert says in result.err and "Traceback" not in result.err
-    assert "1 run(s) in" in result.out
+    assert "1 run in" in result.out
     other = write_run(tmp_path, "20260101-000000-more", "openai:m", {"t": "p"})
     _break(other / "metrics.json", how)
     shutil.rmtree(tmp_path / "20260101-000000-ok")
