@@ -24,15 +24,15 @@ def test_init_writes_the_three_things(project):
         "output_must_contain",
         "output_must_not_contain",
         "output_regex",
-        "tool_calls",
-        "tool_call_order",
         "max_model_calls",
         "max_tokens",
         "no_errors",
-        "agent_calls",
         "expected_outcome",
     }
+    # Only checks a fresh scaffold can pass: it has no tool, pause or remote agent.
+    assert not kinds & {"tool_calls", "tool_call_order", "agent_calls"}
     assert any(len(task["turns"]) > 1 for task in tasks)
+    assert all(task["meta"]["teaches"] for task in tasks)
 
 
 def test_init_comments_every_key(project):
@@ -56,7 +56,7 @@ def test_show_text_and_json(project, bat):
     text = bat("eval.show", cwd=project)
     assert text.code == 0, text.err
     for words in (
-        "6 tasks",
+        "5 tasks",
         "k = 3",
         "concurrency 8",
         "uv run .",
@@ -65,7 +65,7 @@ def test_show_text_and_json(project, bat):
     ):
         assert words in text.out
     data = json.loads(bat("eval.show", "--json", cwd=project).out)
-    assert data["dataset"]["tasks"] == 6 and data["k"] == 3 and data["concurrency"] == 8
+    assert data["dataset"]["tasks"] == 5 and data["k"] == 3 and data["concurrency"] == 8
     assert data["agent"]["started_by_bat"] is True and data["agent"]["command"] == "uv run ."
 
 
