@@ -13,8 +13,6 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from bat.atomic import write_text_atomic
-
 BEGIN = "# >>> bat: settings (maintained by `bat set.env`) >>>"
 END = "# <<< bat: settings <<<"
 # The .env keys the block carries, in the order they are written.
@@ -30,16 +28,22 @@ def settings_block(settings: Mapping[str, str]) -> str:
     return f"{BEGIN}\nENV {env}\nEXPOSE {settings['PORT']}\n{END}"
 
 
-def update_dockerfile(path: Path, updates: Mapping[str, str]) -> bool | None:
-    """Apply ``updates`` (.env keys) to the block of ``path``.
+def planned_dockerfile(path: Path, updates: Mapping[str, str]) -> tuple[str, str] | None:
+    """(old text, new text) of ``path`` with ``updates`` (.env keys) in its block; None
+    if there is no such file or it has no block. Nothing is written here, so the caller
+    can refuse before it changes ``.env``: an unreadable or read-only Dockerfile is an
+    InputError naming it."""
+    from bat.atomic import check_writable
+    from bat.errors import InputError
 
-    Returns True if the file changed, False if it already held the values, None if it
-    has no block (or no such file): then nothing is written.
-    """
+    if not path.exists():
+        return None
     try:
         text = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError):
-        return None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: byte {exc.start} is not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror}") from None
     match = _BLOCK.search(text)
     if match is None:
         return None
@@ -48,7 +52,6 @@ def update_dockerfile(path: Path, updates: Mapping[str, str]) -> bool | None:
     if "PORT" not in settings:
         return None
     fresh = text[: match.start()] + settings_block(settings) + text[match.end() :]
-    if fresh == text:
-        return False
-    write_text_atomic(path, fresh)
-    return True
+    if fresh != text:
+        check_writable(path)
+    return text, fresh

@@ -29,9 +29,10 @@ def env(
     import sys
     from pathlib import Path
 
+    from bat.atomic import write_text_atomic
     from bat.errors import BatError, InputError
     from bat.scaffold import values
-    from bat.scaffold.dockerfile import KEYS, update_dockerfile
+    from bat.scaffold.dockerfile import KEYS, planned_dockerfile
     from bat.scaffold.dotenv import update_env_file
 
     checks = (
@@ -49,12 +50,21 @@ def env(
             updates[key] = check(given)
         except BatError as exc:
             raise InputError(f"{flag}: {exc.message}") from None
+    image_updates = {key: value for key, value in updates.items() if key in KEYS}
+    dockerfile = Path("Dockerfile")
+    # The Dockerfile is read and checked first: one it cannot update stops the command
+    # before .env changes, so the two never disagree.
+    planned = planned_dockerfile(dockerfile, image_updates) if image_updates else None
     update_env_file(Path(".env"), updates)
     for key, value in updates.items():
         print(f"Set {key}={value} in .env")
-    image_updates = {key: value for key, value in updates.items() if key in KEYS}
-    if image_updates and Path("Dockerfile").exists():
-        changed = update_dockerfile(Path("Dockerfile"), image_updates)
+    if image_updates and dockerfile.exists():
+        changed = None
+        if planned is not None:
+            old, fresh = planned
+            changed = fresh != old
+            if changed:
+                write_text_atomic(dockerfile, fresh)
         if changed is None:
             print(
                 "bat: note: Dockerfile has no bat settings block: set "

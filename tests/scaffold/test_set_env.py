@@ -227,3 +227,25 @@ def test_a_dockerfile_without_the_block_is_left_and_named(agent_dir, bat):
     assert "Dockerfile has no bat settings block: set PORT there yourself" in result.err
     # Settings the image does not carry leave the Dockerfile alone, without a note.
     assert bat("set.env", "--repo", "team/a", cwd=agent_dir).err == ""
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda path: path.write_bytes(b"\xff\xfe not text"), "Dockerfile: byte 0 is not UTF-8"),
+        (lambda path: path.chmod(0o400), "Dockerfile: the file is read-only"),
+    ],
+)
+def test_a_dockerfile_bat_cannot_update_stops_before_env_changes(
+    tmp_path, bat, home, damage, message
+):
+    assert bat("init.agent", "stuck", "-o", str(tmp_path)).code == 0
+    agent = tmp_path / "stuck"
+    damage(agent / "Dockerfile")
+    env_before = (agent / ".env").read_bytes()
+    dockerfile_before = (agent / "Dockerfile").read_bytes()
+    result = bat("set.env", "--port", "9911", cwd=agent)
+    assert result.code == 2 and result.err.count("\n") == 1, result.err
+    assert result.err.startswith("bat: error: ") and message in result.err
+    assert (agent / ".env").read_bytes() == env_before
+    assert (agent / "Dockerfile").read_bytes() == dockerfile_before
