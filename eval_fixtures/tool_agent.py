@@ -241,7 +241,12 @@ class ToolExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         start = time.time_ns()
         await pause(self.options.latency_ms)
-        turn = work(context.get_user_input())
+        await self.reply(context, event_queue, work(context.get_user_input()), start)
+
+    async def reply(
+        self, context: RequestContext, event_queue: EventQueue, turn: TurnWork, start: int
+    ) -> None:
+        """Complete the turn with ``turn``'s answer and metadata, then write its spans."""
         working, final = None, bat_delta([], turn.model_calls)
         if turn.calls:  # the planning model call and the calls it made, then the answer
             working = bat_delta(turn.calls, turn.model_calls[:1])

@@ -39,6 +39,9 @@ REPORT_FILE = "report.html"
 TEMPLATE = "report.html.j2"
 OUTPUT_PREVIEW_CHARS = 400
 VACUOUS = "an empty answer, or only the status was checked: the pass proves little"
+# A passed attempt the judge scored below this on some dimension is one where the
+# deterministic checks and the judge disagree: the report opens its task and says so.
+DOUBTED_BELOW = 0.5
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
@@ -56,7 +59,13 @@ class EpisodeView:
     reason: str = ""
     output: str = ""
     judge: list[tuple[str, str, str]] = field(default_factory=list)  # dimension, score, why
+    lowest_score: float | None = None  # the lowest judge score of any dimension
     href: str | None = None
+
+    @property
+    def doubted(self) -> bool:
+        """Passed its checks, yet the judge scored some dimension below DOUBTED_BELOW."""
+        return self.passed and self.lowest_score is not None and self.lowest_score < DOUBTED_BELOW
 
 
 def write_report(
@@ -116,6 +125,7 @@ def render_report(
         "by_task": _episodes_by_task(runs, tasks, episodes),
         "unreadable": unreadable,
         "vacuous_title": VACUOUS,
+        "doubted_below": DOUBTED_BELOW,
     }
     return _template().render(**page)
 
@@ -136,6 +146,7 @@ def _template() -> Any:
         finalize=lambda value: secrets.scrub(str(value)) if value is not None else "",
     )
     environment.filters["anchor"] = anchor
+    environment.filters["counted"] = counted
     return environment.get_template(TEMPLATE)
 
 
@@ -334,6 +345,7 @@ def _fill_from_file(view: EpisodeView, episode: EpisodeResult) -> None:
         output = output[:OUTPUT_PREVIEW_CHARS] + " …"
     view.output = output
     view.judge = _judge_lines(episode.scores)
+    view.lowest_score = _lowest_score(episode.scores)
 
 
 def _judge_lines(scores: dict[str, Any] | None) -> list[tuple[str, str, str]]:
@@ -356,6 +368,15 @@ def _judge_lines(scores: dict[str, Any] | None) -> list[tuple[str, str, str]]:
     return lines
 
 
+def _lowest_score(scores: dict[str, Any] | None) -> float | None:
+    values = [
+        detail["score"]
+        for detail in ((scores or {}).get("dimensions") or {}).values()
+        if isinstance(detail, dict) and isinstance(detail.get("score"), int | float)
+    ]
+    return min(values) if values else None
+
+
 def _href(path: Path, folder: Path) -> str:
     return quote(Path(os.path.relpath(path, folder)).as_posix(), safe="/")
 
@@ -372,6 +393,7 @@ def _episodes_by_task(
         {
             "task_id": task_id,
             "passed": sum(view.passed for _, view in views),
+            "doubted": sum(view.doubted for _, view in views),
             "views": views,
         }
         for task_id, views in by_task.items()

@@ -64,9 +64,11 @@ def episode_of(
     output: str = "done",
     reason_fail: str = "output: missing 'Paris'",
     judge_reasoning: str = "on topic",
+    judge_shift: float = 0.0,
 ) -> EpisodeResult:
     """One episode: ``p`` passed, ``f`` failed, ``a`` an agent error (failed), ``i`` an
-    infrastructure failure."""
+    infrastructure failure. ``judge_shift`` moves every judge score (a negative one makes
+    the judge doubt what passed)."""
     passed = letter == "p"
     infra = letter == "i"
     wall = round(0.2 + 0.05 * position + 0.1 * attempt, 4)
@@ -84,7 +86,9 @@ def episode_of(
             "judges": ["openai:judge"],
             "dimensions": {
                 d: {
-                    "score": round(0.5 + 0.1 * (i % 4) + (0.2 if passed else -0.3), 2),
+                    "score": round(
+                        0.5 + 0.1 * (i % 4) + (0.2 if passed else -0.3) + judge_shift, 2
+                    ),
                     "reasoning": f"{judge_reasoning} ({d})",
                 }
                 for i, d in enumerate(DIMENSIONS)

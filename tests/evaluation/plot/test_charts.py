@@ -271,6 +271,24 @@ def test_agent_errors_are_counted_and_shown(tmp_path):
     assert html.count("agent error: rate_limited") == 2  # each episode
 
 
+def test_a_task_whose_passes_the_judge_doubts_is_open_and_says_so(tmp_path):
+    base = tmp_path / "runs"
+    write_run(
+        base, "20260101-000000-x", "openai:m", {"doubted": "pp"}, judge=True, judge_shift=-0.5
+    )
+    write_run(base, "20260101-000000-x", "openai:n", {"doubted": "pp"}, judge=True)
+    result = plot(base)
+    assert result.code == 0, result.err
+    html = (base / "report.html").read_text()
+    # openai:m's two passes score 0.2 to 0.5 (below 0.5 but for the last dimension)
+    assert html.count("the judge scored 2 passed attempts below 0.5") == 1
+    assert '<details id="task-doubted" open>' in html
+    write_run(base, "20260101-000000-x", "openai:m", {"doubted": "pp"}, judge=True)
+    assert plot(base).code == 0
+    html = (base / "report.html").read_text()
+    assert "passed attempts below" not in html and '<details id="task-doubted">' in html
+
+
 def test_an_unreadable_episode_file_loses_only_its_details(tmp_path):
     base = tmp_path / "runs"
     model_dir = write_run(base, "20260101-000000-x", "openai:m", {"t": "pf"})
