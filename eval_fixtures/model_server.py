@@ -34,6 +34,19 @@ timeouts and parsing (an LLM judge's, say)::
     - delay_ms: 1500            # wait before answering (the reply, or echo)
       reply: '{"score": 1}'     # the assistant's content, verbatim (JSON, fences, chatter)
 
+A rule can also ask for tools, as a model with tools bound does, and answer what they
+returned (OpenAI ``tool_calls``, streamed or not, and Ollama's)::
+
+    - after_tool: add           # the last message is the result of a call to `add`
+      reply: 'The sum is {result}.'
+    - match: plus               # the model asks for add(a=2, b=3)...
+      tool_calls: [{name: add, args: {a: 2, b: 3}}]
+
+A rule with ``tool_calls`` (``reply`` optional, sent beside them) never answers a
+conversation whose last message is a tool result, so a tool loop ends; a rule with
+``after_tool`` (a tool name, or ``*`` for any) answers only such a conversation, its
+``match``/``regex`` searched in the result, ``{result}`` standing for it.
+
 ``scope``: ``last`` (default; the last user message) or ``prompt`` (the text of every
 message, system prompt included, joined by newlines). ``times``: the rule answers its
 first N matches, then is skipped. ``body`` may hold ``{authorization}``, replaced by the
@@ -77,7 +90,7 @@ CREATED = 1_700_000_000
 CREATED_AT = "2023-11-14T22:13:20Z"
 DEFAULT_MODEL = "scripted"
 ECHO = "echo: {last}"
-PLACEHOLDER = re.compile(r"\{(last|first|user_count|message_count)\}")
+PLACEHOLDER = re.compile(r"\{(last|first|user_count|message_count|result)\}")
 MS = 1_000_000  # Ollama reports durations in nanoseconds; we pretend 1 ms per token
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -89,7 +102,7 @@ class BadRequest(Exception):
 
 
 RULE_KEYS = {"match", "regex", "scope", "reply", "status", "body", "retry_after", "delay_ms"}
-RULE_KEYS |= {"times"}
+RULE_KEYS |= {"times", "tool_calls", "after_tool"}
 SCOPES = ("last", "prompt")
 
 
@@ -109,8 +122,18 @@ class Rule:
     retry_after: str | None = None
     delay_ms: int = 0
     times: int | None = None
+    tool_calls: tuple[tuple[str, str], ...] = ()  # (name, arguments as JSON)
+    after_tool: str | None = None
 
-    def matches(self, last: str, prompt: str) -> bool:
+    def matches(self, last: str, prompt: str, tool: tuple[str, str] | None = None) -> bool:
+        """Whether this rule answers; ``tool`` is (name, result) when the last message
+        is a tool result."""
+        if self.after_tool is not None:
+            if tool is None or self.after_tool not in ("*", tool[0]):
+                return False
+            return self.pattern is None or self.pattern.search(tool[1]) is not None
+        if self.tool_calls and tool is not None:
+            return False
         text = prompt if self.scope == "prompt" else last
         return self.pattern is None or self.pattern.search(text) is not None
 
@@ -122,8 +145,14 @@ class Rule:
         unknown = sorted(set(map(str, item)) - RULE_KEYS)
         if unknown:
             raise ValueError(f"rule {index}: unknown key(s) {unknown}; known: {sorted(RULE_KEYS)}")
-        if not any(key in item for key in ("reply", "status", "body")):
-            raise ValueError(f"rule {index}: needs a 'reply' text (or a 'status' or 'body')")
+        if not any(key in item for key in ("reply", "status", "body", "tool_calls")):
+            raise ValueError(
+                f"rule {index}: needs a 'reply' text (or a 'status', 'body' or 'tool_calls')"
+            )
+        tool_calls = _tool_calls(index, item.get("tool_calls", []))
+        after_tool = item.get("after_tool")
+        if after_tool is not None and (not isinstance(after_tool, str) or not after_tool):
+            raise ValueError(f"rule {index}: 'after_tool' is a tool name or '*'")
         for key in ("reply", "body"):
             if key in item and not isinstance(item[key], str):
                 raise ValueError(f"rule {index}: '{key}' must be a text, got {item[key]!r}")
@@ -155,7 +184,23 @@ class Rule:
             retry_after=None if retry_after is None else str(retry_after),
             delay_ms=numbers["delay_ms"] or 0,
             times=numbers["times"],
+            tool_calls=tool_calls,
+            after_tool=after_tool,
         )
+
+
+def _tool_calls(index: int, value: Any) -> tuple[tuple[str, str], ...]:
+    """A rule's ``tool_calls``: ``[{name, args}]`` as (name, arguments as JSON) pairs."""
+    if not isinstance(value, list):
+        raise ValueError(f"rule {index}: 'tool_calls' is a list of {{name, args}}")
+    calls = []
+    for call in value:
+        if not (isinstance(call, dict) and isinstance(call.get("name"), str) and call["name"]):
+            raise ValueError(f"rule {index}: each tool call needs a 'name', got {call!r}")
+        if set(call) - {"name", "args"} or not isinstance(call.get("args", {}), dict):
+            raise ValueError(f"rule {index}: a tool call is {{name, args: {{...}}}}, got {call!r}")
+        calls.append((call["name"], json.dumps(call.get("args", {}))))
+    return tuple(calls)
 
 
 @dataclass(frozen=True)
@@ -193,9 +238,10 @@ class Rules:
         users = [content_text(m.get("content")) for m in messages if m.get("role") == "user"]
         last = users[-1] if users else ""
         prompt = "\n".join(content_text(m.get("content")) for m in messages)
+        tool = tool_result(messages)
         rule = None
         for index, candidate in enumerate(self.rules):
-            if not candidate.matches(last, prompt):
+            if not candidate.matches(last, prompt, tool):
                 continue
             if used is not None and candidate.times is not None:
                 if used[index] >= candidate.times:
@@ -206,11 +252,30 @@ class Rules:
         template = rule.reply if rule is not None and rule.reply is not None else ECHO
         values = {"last": last, "first": users[0] if users else "", "user_count": str(len(users))}
         values["message_count"] = str(len(messages))
+        values["result"] = tool[1] if tool else ""
+        if rule is not None and rule.tool_calls and rule.reply is None:
+            template = ""
         return rule, PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
     def reply(self, messages: Messages) -> str:
         """The scripted reply to a conversation, placeholders filled in."""
         return self.pick(messages)[1]
+
+
+def tool_result(messages: Messages) -> tuple[str, str] | None:
+    """(tool name, result) when the last message is a tool result, else None.
+
+    OpenAI names the call only by id: the name is that of the assistant's call with the
+    id; Ollama's tool messages may carry ``tool_name``."""
+    if not messages or messages[-1].get("role") != "tool":
+        return None
+    last = messages[-1]
+    name = last.get("tool_name") or last.get("name")
+    for message in reversed(messages):
+        for call in message.get("tool_calls") or []:
+            if isinstance(call, dict) and call.get("id") == last.get("tool_call_id"):
+                name = name or (call.get("function") or {}).get("name")
+    return str(name or ""), content_text(last.get("content"))
 
 
 def content_text(content: Any) -> str:
@@ -303,17 +368,28 @@ def build_app(rules: Rules) -> Starlette:
         failure = misbehaviour(request, rule, openai_error)
         if failure is not None:
             return failure
-        usage = usage_of(messages, reply)
+        calls = rule.tool_calls if rule is not None else ()
+        usage = usage_of(messages, " ".join([reply, *(name for name, _ in calls)]))
         number = by_path[request.url.path]
         head = {"id": f"chatcmpl-{number:06d}", "created": CREATED, "model": model}
+        tool_calls = [
+            {"id": f"call_{number:06d}_{i}", "type": "function"}
+            | {"function": {"name": name, "arguments": arguments}}
+            for i, (name, arguments) in enumerate(calls)
+        ]
+        finish = "tool_calls" if calls else "stop"
         if not body.get("stream"):
-            message = {"role": "assistant", "content": reply}
-            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}
+            message: dict[str, Any] = {"role": "assistant", "content": reply or None}
+            if tool_calls:
+                message["tool_calls"] = tool_calls
+            else:
+                message["content"] = reply
+            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
             completion = {**head, "object": "chat.completion", "choices": [choice]}
             return JSONResponse({**completion, "usage": usage})
         want_usage = bool((body.get("stream_options") or {}).get("include_usage"))
 
-        def chunk(delta: dict[str, str] | None, finish: str | None = None, **extra: Any) -> str:
+        def chunk(delta: dict[str, Any] | None, finish: str | None = None, **extra: Any) -> str:
             choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
             choices = [] if delta is None else [choice]
             return json.dumps(
@@ -324,7 +400,9 @@ def build_app(rules: Rules) -> Starlette:
             yield chunk({"role": "assistant", "content": ""})
             for piece in pieces(reply):
                 yield chunk({"content": piece})
-            yield chunk({}, "stop")
+            for index, call in enumerate(tool_calls):
+                yield chunk({"tool_calls": [{"index": index, **call}]})
+            yield chunk({}, finish)
             if want_usage:  # as OpenAI does: usage last, in a chunk without choices
                 yield chunk(None, usage=usage)
             yield "[DONE]"
@@ -345,8 +423,13 @@ def build_app(rules: Rules) -> Starlette:
         failure = misbehaviour(request, rule, ollama_error)
         if failure is not None:
             return failure
-        usage = usage_of(messages, reply)
+        calls = rule.tool_calls if rule is not None else ()
+        usage = usage_of(messages, " ".join([reply, *(name for name, _ in calls)]))
         head = {"model": model, "created_at": CREATED_AT}
+        tool_calls = [
+            {"function": {"name": name, "arguments": json.loads(arguments)}}
+            for name, arguments in calls
+        ]
         final = {
             **head,
             "message": {"role": "assistant", "content": ""},
@@ -361,11 +444,16 @@ def build_app(rules: Rules) -> Starlette:
         }
         if body.get("stream", True) is False:
             final["message"]["content"] = reply
+            if tool_calls:
+                final["message"]["tool_calls"] = tool_calls
             return JSONResponse(final)
 
         async def lines() -> AsyncIterator[str]:
             for piece in pieces(reply):
                 message = {"role": "assistant", "content": piece}
+                yield json.dumps({**head, "message": message, "done": False}) + "\n"
+            if tool_calls:
+                message = {"role": "assistant", "content": "", "tool_calls": tool_calls}
                 yield json.dumps({**head, "message": message, "done": False}) + "\n"
             yield json.dumps(final) + "\n"
 

@@ -158,7 +158,7 @@ class SpanIndex:
                     {
                         "name": attributes.get("tool.name", REDACTED),
                         "args": _json_or_text(attributes.get("input.value")),
-                        "result": _json_or_text(attributes.get("output.value")),
+                        "result": _tool_result(attributes.get("output.value")),
                         "error": span.get("status") == "ERROR",
                     }
                 )
@@ -203,6 +203,18 @@ def _is_agent_call(span: dict) -> bool:
     return (
         span.get("kind") == "CLIENT" and attributes.get("gen_ai.operation.name") == "invoke_agent"
     )
+
+
+def _tool_result(value: Any) -> Any:
+    """A TOOL span's output: its JSON, but of a LangChain ToolMessage (what a tool called
+    with its ToolCall returns, serialized by OpenInference as ``{"type": "tool", "data":
+    {"content": ...}}``) only the content, which is what the tool returned."""
+    result = _json_or_text(value)
+    if isinstance(result, dict) and result.get("type") == "tool":
+        data = result.get("data")
+        if isinstance(data, dict) and "content" in data:
+            return _json_or_text(data["content"])
+    return result
 
 
 def _json_or_text(value: Any) -> Any:

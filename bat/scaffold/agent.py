@@ -54,6 +54,9 @@ class AgentRequest:
     flagged: dict[str, tuple[str, str]] = field(default_factory=dict)
     # The client the generated graph asks (the first given, or the existing agent's).
     main_client: ClientName | None = None
+    # The graph with tools (templates/agent_tools): an `add` tool and an `ask_user`
+    # human-input step, so tool-call and input-required checks have something to check.
+    tools: bool = False
 
     @classmethod
     def build(
@@ -63,6 +66,7 @@ class AgentRequest:
         flags: Mapping[str, object] | None = None,
         config: Mapping[str, object] | None = None,
         force: bool = False,
+        tools: bool = False,
     ) -> AgentRequest:
         """Validate every input before anything is written; raise ``InputError`` if bad.
 
@@ -101,6 +105,8 @@ class AgentRequest:
             force=force,
             flagged=flagged,
             main_client=main,
+            # an agent made with --tools keeps its graph under --force without the flag
+            tools=tools or (force and has_scaffolded_tools(target)),
         )
 
 
@@ -175,6 +181,15 @@ class _Sources:
         return chosen, chosen[0]
 
 
+def has_scaffolded_tools(root: Path) -> bool:
+    """Whether ``root`` is an agent made with ``init.agent --tools`` (its src/tools.py
+    has the ask_user step)."""
+    try:
+        return "def ask_user(" in (root / "src" / "tools.py").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def _graph_client(target: Path, clients: list[ClientName]) -> ClientName | None:
     """The client an existing ``src/graph.py`` imports, if it is one of ``clients``."""
     try:
@@ -202,6 +217,8 @@ def create_agent(request: AgentRequest) -> CreatedAgent:
     if existed and not request.force:
         raise UsageError(f"{target} already exists and is not empty (use --force to overwrite)")
     rendered = render_tree("agent", _context(request))
+    if request.tools:  # an overlay: its graph and state replace the plain ones
+        rendered.update(render_tree("agent_tools", _context(request)))
     rendered.update(client_files(request.clients))
     exports = EXPORTS.as_posix()
     rendered[exports] = ""  # decided below, from the clients present
@@ -290,5 +307,6 @@ def _context(request: AgentRequest) -> dict:
         "port": request.port,
         "model": request.model,
         "provider": request.provider,
+        "tools": request.tools,
         "bat_version": installed_version() or "source checkout",
     }

@@ -21,6 +21,8 @@ from bat.tasks._options import command, setting
         "model": "MODEL written to .env (default: the provider's usual model).",
         "model-provider": "MODEL_PROVIDER written to .env: openai, anthropic, deepseek, "
         "nvidia or ollama (default openai).",
+        "tools": "A graph whose model can call tools: an `add` tool and an `ask_user` step "
+        "that pauses for the user's answer (input-required).",
     },
 )
 def agent(
@@ -32,6 +34,7 @@ def agent(
     port: str | None = None,
     model: str | None = None,
     model_provider: str | None = None,
+    tools: bool = False,
 ) -> None:
     """Create a complete BAT-ADK agent project NAME (agent card, config, src/, Docker files)."""
     from bat.scaffold.agent import AgentRequest, create_agent
@@ -40,15 +43,17 @@ def agent(
     flags = dict(zip(keys, (output_dir, clients, port, model, model_provider), strict=True))
     # A flag wins; without one, an existing agent's .env, then the configuration.
     config = {key: setting(c, None, f"init.agent.{key}", None) for key in keys}
-    request = AgentRequest.build(name, flags=flags, config=config, force=force)
+    request = AgentRequest.build(name, flags=flags, config=config, force=force, tools=tools)
     created = create_agent(request)
     verb = "Updated" if created.existed else "Created"
-    count = len(created.files)
-    print(f"{verb} agent '{request.name.raw}' in {created.target}/ ({count} files written):")
+    from bat.wording import counted
+
+    written = counted(len(created.files), "file")
+    print(f"{verb} agent '{request.name.raw}' in {created.target}/ ({written} written):")
     for relative in created.files:
         print(f"  {relative}")
     if created.kept:
-        print(f"Kept as they were ({len(created.kept)} files):")
+        print(f"Kept as they were ({counted(len(created.kept), 'file')}):")
         for relative in created.kept:
             print(f"  {relative}")
     from bat.uv_binary import uv_for_humans

@@ -36,10 +36,11 @@ TASKS = [
 ]
 
 
-def scaffold_and_sync(tmp_path, bat, name: str):
+def scaffold_and_sync(tmp_path, bat, name: str, *options: str):
     """``bat init.agent NAME``, then ``uv sync`` of it (bat-adk from PyPI or uv's cache)."""
     python, uv = find_python(), uv_binary()
-    assert bat("init.agent", name, "-o", str(tmp_path), "--port", str(free_port())).code == 0
+    made = bat("init.agent", name, "-o", str(tmp_path), "--port", str(free_port()), *options)
+    assert made.code == 0, made.err
     agent = tmp_path / name
     env = {
         k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PORT", "MODEL", "BASE_URL")
@@ -157,3 +158,53 @@ def test_the_sample_evaluation_passes_against_a_fresh_scaffold(tmp_path, bat, ho
     assert failing == {}, failing
     totals = summary(run_dir, "openai_scripted")["totals"]
     assert totals["passed"] == len(tasks) * config["evaluation"]["k"]
+
+
+# What a model with the scaffold's tools bound does: add for a sum, ask_user for a booking
+# without a head count, then an answer from what the tool (or the user) returned.
+TOOL_RULES = [
+    {"after_tool": "add", "reply": "2 plus 3 is {result}."},
+    {"after_tool": "ask_user", "reply": "Booked a table for {result}"},
+    {"match": "plus", "tool_calls": [{"name": "add", "args": {"a": 2, "b": 3}}]},
+    {
+        "match": "Book a table",
+        "tool_calls": [{"name": "ask_user", "args": {"question": "For how many people?"}}],
+    },
+    *SAMPLE_RULES,
+]
+
+
+def test_the_tools_scaffold_calls_its_tool_and_asks_back(tmp_path, bat, home):
+    """``init.agent --tools``: the model's tool call runs the real LangChain tool (seen
+    in bat-adk's spans), ask_user pauses the graph (input-required) and the next message
+    resumes it; eval.init adds the sample tasks that check both, and all of them pass."""
+    agent, python = scaffold_and_sync(tmp_path, bat, "with-tools", "--tools")
+    assert bat("eval.init", cwd=agent).code == 0
+    tasks = json.loads((agent / "eval/input/tasks.json").read_text())
+    ids = [task["id"] for task in tasks]
+    assert {"uses-the-add-tool", "asks-how-many", "books-after-asking"} <= set(ids)
+    eval_yaml = (agent / "eval/eval.yaml").read_text()
+    assert all(task_id in eval_yaml for task_id in ids)
+    with model_server(tmp_path, TOOL_RULES) as port:
+        config = yaml.safe_load(eval_yaml)
+        config["evaluation"].update(k=1, agent_startup_timeout_s=120)
+        config["evaluation"]["agent"]["env"] = {"UV_PYTHON": python, "UV_PYTHON_DOWNLOADS": "never"}
+        config["models"] = [scripted_model(port)]
+        (agent / "eval/eval.yaml").write_text(yaml.safe_dump(config))
+        result = bat("eval.run", cwd=agent, timeout=600)
+    assert result.code == 0, result.out + result.err
+    (run_dir,) = run_dirs(agent)
+    found = episodes(run_dir, "openai_scripted")
+    failing = {n: e["verdict"]["reason"] for n, e in found.items() if not e["verdict"]["passed"]}
+    assert failing == {}, failing
+    (added,) = [e for e in found.values() if e["task_id"] == "uses-the-add-tool"]
+    (call,) = added["trace"]["tool_calls"]
+    # the tool's own return value (the ToolMessage's content), from the TOOL span
+    assert (call["name"], call["args"], call["result"]) == ("add", {"a": 2, "b": 3}, 5)
+    assert added["final_output"] == "2 plus 3 is 5."
+    (booked,) = [e for e in found.values() if e["task_id"] == "books-after-asking"]
+    turns = [(t["status"], t["output"]) for t in booked["trace"]["turns"]]
+    assert turns == [
+        ("input-required", "For how many people?"),
+        ("completed", "Booked a table for 4 people, please."),
+    ]

@@ -162,6 +162,43 @@ def test_graph_asks_the_first_client(agent):
     assert exported_names(exports) == ["CriticClient", "ExecutorClient", "PlannerClient"]
 
 
+def test_tools_adds_a_tools_module_and_a_graph_that_uses_it(tmp_path, bat, home):
+    result = bat("init.agent", "booker", "--tools", "-c", "planner", "-o", str(tmp_path))
+    assert result.code == 0, result.err
+    agent = tmp_path / "booker"
+    assert files_under(agent) == EXPECTED_FILES | {
+        "src/tools.py",
+        "src/llm_clients/planner_client.py",
+    }
+    for path in agent.rglob("*.py"):
+        compile(path.read_text(), str(path), "exec")
+    tools = (agent / "src/tools.py").read_text()
+    assert "def add(" in tools and "def ask_user(" in tools
+    graph = (agent / "src/graph.py").read_text()
+    assert "PlannerClient(tools=TOOLS)" in graph and "interrupt(" in graph
+    state = (agent / "src/state.py").read_text()
+    assert "return self.waiting" in state  # is_waiting_for_human_input
+    # eval.init sees the tools and adds the sample tasks that check them; they load
+    assert bat("eval.init", cwd=agent).code == 0
+    tasks = json.loads((agent / "eval/input/tasks.json").read_text())
+    assert [t["id"] for t in tasks][-3:] == [
+        "uses-the-add-tool",
+        "asks-how-many",
+        "books-after-asking",
+    ]
+    shown = bat("eval.show", cwd=agent)
+    assert shown.code == 0 and "8 tasks" in shown.out, shown.out + shown.err
+    # --force without --tools keeps the graph with tools: nothing differs, nothing lost
+    again = bat("init.agent", "booker", "-f", "-o", str(tmp_path))
+    assert again.code == 0, again.err
+    assert "(0 files written)" in again.out and "(1 file):" in again.out
+    assert (agent / "src/graph.py").read_text() == graph
+    # without --tools, the plain graph and no tools module
+    assert bat("init.agent", "plain", "-o", str(tmp_path)).code == 0
+    assert not (tmp_path / "plain/src/tools.py").exists()
+    assert "interrupt(" not in (tmp_path / "plain/src/graph.py").read_text()
+
+
 def test_main_uses_agent_application(agent):
     text = (agent / "__main__.py").read_text()
     assert "AgentApplication(" in text and "WeatherBotGraph" in text and "WeatherBotState" in text
