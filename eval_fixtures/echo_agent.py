@@ -39,6 +39,8 @@ Keywords (case-sensitive, checked in this order; the first that applies wins):
   ``working`` (no final state: an agent whose executor stops early);
 * ``HISTORY``: completes with ``history: <earlier user texts of the context, ' | '-joined>``;
 * ``MODEL?``: completes with ``model: <MODEL>/<MODEL_PROVIDER>`` (the environment's);
+* ``BASE_URL?``: completes with ``base_url: <BASE_URL> key: set|unset`` (whether
+  ``OPENAI_API_KEY`` is set): where the agent's model calls would go;
 * anything else: completes with ``echo: <text>``.
 
 ``python -m eval_fixtures.echo_agent [--port P] [--latency-ms N] [--answer-in MODE]
@@ -157,6 +159,9 @@ def reply_to(text: str, earlier: list[str]) -> str:
     """The answer of a completing turn: history, model, or the echo."""
     if "HISTORY" in text:
         return "history: " + " | ".join(earlier)
+    if "BASE_URL?" in text:
+        key = "set" if os.environ.get("OPENAI_API_KEY") else "unset"
+        return f"base_url: {os.environ.get('BASE_URL', '')} key: {key}"
     if "MODEL?" in text:
         model = os.environ.get("MODEL", "")
         return f"model: {model}/{os.environ.get('MODEL_PROVIDER', '')}"

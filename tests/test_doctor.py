@@ -64,6 +64,14 @@ def assert_fails(checks: dict, name: str, *words: str) -> dict:
 
 
 def test_healthy_scaffolded_project_passes_every_check(agent, bat, env):
+    # as eval.init wrote it: the stand-in model, served by bat, needs no endpoint or key
+    stand_in = bat("doctor", cwd=agent, env={**env, "OPENAI_API_KEY": ""})
+    assert stand_in.code == 0, stand_in.out + stand_in.err
+    assert "✓ model openai:scripted: scripted by bat from eval/scripted-model.yaml" in stand_in.out
+    # the stand-in replaced by the agent's own model (what the user does next)
+    config = yaml.safe_load((agent / "eval/eval.yaml").read_text())
+    config["models"] = []
+    (agent / "eval/eval.yaml").write_text(yaml.safe_dump(config))
     server, base_url = start_model_server(None)
     try:
         started = time.monotonic()
@@ -133,7 +141,7 @@ def test_invalid_eval_yaml_fails_with_the_key(agent, bat, env):
     code, checks, _ = doctor(bat, agent, env)
     assert code == 1
     check = assert_fails(checks, "eval.yaml", "evaluation.k", "colour")
-    assert "2 problem(s)" in check["detail"]
+    assert "2 problems" in check["detail"]
     assert checks["dataset"]["status"] == "skip"
 
 

@@ -380,7 +380,7 @@ def test_eval_show_counts_a_wrapped_dataset(project, bat):
     result = bat("eval.show", "--json", cwd=project)
     assert result.code == 0, result.err
     assert json.loads(result.out)["dataset"]["tasks"] == 2
-    assert "2 task(s) check nothing but the final status (a, b)" in result.err
+    assert "2 tasks check nothing but the final status (a, b)" in result.err
 
 
 def test_eval_show_refuses_ids_whose_episode_files_collide(project, bat):

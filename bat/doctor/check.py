@@ -12,6 +12,8 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
+from bat.wording import counted
+
 STATUSES = ("ok", "fail", "warn", "skip", "info")
 MARKS = {"ok": "✓", "fail": "✗", "warn": "!", "skip": "–", "info": "·"}
 ASCII_MARKS = {"ok": "+", "fail": "x", "warn": "!", "skip": "-", "info": "*"}
@@ -71,9 +73,10 @@ def render(checks: list[Check], stream: TextIO | None = None) -> str:
     problems = [c for c in checks if c.status == "fail"]
     warnings = [c for c in checks if c.status == "warn"]
     if problems:
-        lines.append(f"{len(problems)} required check(s) failed, {len(warnings)} warning(s)")
+        failures = counted(len(problems), "required check")
+        lines.append(f"{failures} failed, {counted(len(warnings), 'warning')}")
     else:
-        lines.append(f"every required check passed, {len(warnings)} warning(s)")
+        lines.append(f"every required check passed, {counted(len(warnings), 'warning')}")
     return "\n".join(lines)
 
 

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from bat.doctor.check import Check, failed, passed, skipped
 from bat.doctor.net import probe
 from bat.errors import BatError, OperationError
+from bat.wording import counted
 
 if TYPE_CHECKING:
     from bat.doctor import Options
@@ -146,8 +147,9 @@ def eval_config_check(found: Project) -> Check:
         check_output_dir(resolved.output_dir)
     except BatError as exc:
         return failed(name, _words(exc), EVAL_FIX)
-    models = len(resolved.config.models) or "the agent's own"
-    detail = f"{shown}: model(s) {models}, k={resolved.evaluation.k}, agent at {_url(resolved)}"
+    count = len(resolved.config.models)
+    models = counted(count, "model") if count else "the agent's own model"
+    detail = f"{shown}: {models}, k={resolved.evaluation.k}, agent at {_url(resolved)}"
     if resolved.warnings:  # keys of bat-cli's without a meaning here: as eval.show says
         return failed(name, f"{detail}; {'; '.join(resolved.warnings)}", EVAL_FIX, required=False)
     return passed(name, detail)
@@ -169,7 +171,7 @@ def dataset_check(found: Project) -> Check:
             _words(exc),
             "correct the tasks file where named (bat eval.schema tasks.json; docs/eval-formats.md)",
         )
-    return passed(name, f"{_rel(path, found.cwd)}: {checked.count} task(s)")
+    return passed(name, f"{_rel(path, found.cwd)}: {counted(checked.count, 'task')}")
 
 
 # -- the agent project ----------------------------------------------------------------
@@ -219,7 +221,7 @@ def dotenv_check(found: Project) -> Check:
         read_env_text(path)
     except BatError as exc:
         return failed(name, _words(exc), fix)
-    return passed(name, f"{len(found.dotenv)} variable(s)")
+    return passed(name, counted(len(found.dotenv), "variable"))
 
 
 def agent_config_check(found: Project) -> Check:
@@ -334,7 +336,17 @@ def model_checks(found: Project) -> list[Check]:
     from bat.scaffold.values import PROVIDERS
 
     resolved = found.resolved
+    scripted: list[Check] = []
     if resolved is not None and resolved.config.models:
+        # A script is served by bat (load_config has read its rules): no endpoint, no key.
+        scripted = [
+            passed(
+                f"model {resolved.model_label(model)}",
+                f"scripted by bat from {model.script} (offline, no key): a stand-in, not a model",
+            )
+            for model in resolved.config.models
+            if model.script is not None
+        ]
         entries = [
             (
                 resolved.model_label(model),
@@ -344,6 +356,7 @@ def model_checks(found: Project) -> list[Check]:
                 "models[].env",
             )
             for model in resolved.config.models
+            if model.script is None
         ]
     elif found.is_agent or found.starts_agent:
         if found.dotenv_error is not None:
@@ -358,7 +371,7 @@ def model_checks(found: Project) -> list[Check]:
         return [skipped("model", "no agent project or evaluation here")]
     from bat.evaluation.judging.client import OLLAMA_BASE_URL
 
-    checks: list[Check] = []
+    checks: list[Check] = scripted
     for label, provider, base_url, env, where in entries:
         if not base_url and provider.strip().lower() == "ollama":
             base_url = OLLAMA_BASE_URL  # Ollama's own default: a local server

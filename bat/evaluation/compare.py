@@ -21,6 +21,7 @@ from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.summary import Summary, TaskSummary
 from bat.terminal import safe
+from bat.wording import counted
 
 
 def resolve_side(reference: str, output_dir: Path) -> Path:
@@ -223,7 +224,7 @@ def regression(
     significant = p < alpha and len(regressed) > len(improved)
     too_far = max_drop is not None and drop > max_drop
     why = (
-        f"pass rate {100 * -drop:+.1f} points; {len(regressed)} task(s) regressed, "
+        f"pass rate {100 * -drop:+.1f} points; {counted(len(regressed), 'task')} regressed, "
         f"{len(improved)} improved; McNemar p = {p:.4g}"
     )
     if significant:

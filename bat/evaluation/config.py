@@ -49,6 +49,7 @@ from bat.evaluation.gate_specs import GateSpec
 from bat.evaluation.locate import dotted, line_index, validation_problems
 from bat.evaluation.log import layout
 from bat.evaluation.variables import UnsetVariable, expand
+from bat.wording import counted
 
 DEFAULT_FILE = Path("eval/eval.yaml")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -183,6 +184,10 @@ def env_map(value: Any) -> Any:
 EnvMap = Annotated[dict[str, str], BeforeValidator(env_map)]
 
 
+# The wire protocols the scripted model speaks (a model's ``script:``).
+SCRIPTED_PROVIDERS = ("openai", "ollama")
+
+
 class _ProviderModel(_Strict):
     """A model at a provider, written as a mapping or as ``"provider:model"``."""
 
@@ -214,6 +219,22 @@ class ModelSpec(_ProviderModel):
 
     name: str | None = None
     env: EnvMap = Field(default_factory=dict)
+    # A rule file of the scripted model (bat.evaluation.scripted_model): bat serves it on
+    # 127.0.0.1 for this model's run and points the agent at it, so an evaluation runs
+    # offline, without a key (a new agent's first run, a CI smoke test of the wiring).
+    script: str | None = None
+
+    @model_validator(mode="after")
+    def _script_speaks_the_provider(self) -> ModelSpec:
+        if self.script is not None:
+            if self.provider not in SCRIPTED_PROVIDERS:
+                raise ValueError(
+                    f"script: the scripted model speaks {' and '.join(SCRIPTED_PROVIDERS)}, "
+                    f"not {self.provider!r}"
+                )
+            if self.base_url is not None:
+                raise ValueError("give script or base_url, not both: bat serves the script")
+        return self
 
     @field_validator("env")
     @classmethod
@@ -516,6 +537,7 @@ class ResolvedConfig(BaseModel):
 
     file: Path
     config: EvalConfig
+    base: Path = Path(".")  # what relative paths are taken from (the current folder)
     root: Path
     dataset: Path
     output_dir: Path
@@ -656,8 +678,9 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
             skip=set(unset),
         )
     if problems:
-        raise InputError(f"{file} has {len(problems)} problem(s)", details=problems)
+        raise InputError(f"{file} has {counted(len(problems), 'problem')}", details=problems)
     model_dirs = _model_dirs(config.models, file, text)
+    _check_scripts(config.models, base, file)
     evaluation = config.evaluation
     extra_warnings: list[str] = []
     if evaluation.agent_url:
@@ -673,6 +696,7 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
     return ResolvedConfig(
         file=file,
         config=config,
+        base=base,
         root=root,
         dataset=base / evaluation.dataset,
         output_dir=base / evaluation.output_dir,
@@ -682,6 +706,25 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
         extra_spans=tuple(base / path for path in evaluation.extra_spans),
         warnings=tuple(config_warnings(config, file) + extra_warnings),
     )
+
+
+def _check_scripts(models: list[ModelSpec], base: Path, file: Path) -> None:
+    """Every model's ``script`` is a readable rule file: a typo fails before any agent
+    starts, naming the entry."""
+    problems = []
+    for index, model in enumerate(models):
+        if model.script is None:
+            continue
+        from bat.evaluation.scripted_model import Rules
+
+        path = base / model.script
+        try:
+            Rules.load(path)
+        except (OSError, UnicodeDecodeError, ValueError, re.error) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            problems.append(f"{file}: models[{index}].script: {model.script}: {reason}")
+    if problems:
+        raise InputError(f"{file} has {counted(len(problems), 'problem')}", details=problems)
 
 
 def config_warnings(config: EvalConfig, file: Path) -> list[str]:
@@ -794,5 +837,5 @@ def _model_dirs(models: list[ModelSpec], file: Path, text: str) -> list[str]:
             other = "is reserved" if name in RESERVED_DIRS else "is taken by another model"
             problems.append(f"{file}: models[{index}]{where}: the folder name {name!r} {other}")
     if problems:
-        raise InputError(f"{file} has {len(problems)} problem(s)", details=problems)
+        raise InputError(f"{file} has {counted(len(problems), 'problem')}", details=problems)
     return dirs

@@ -38,6 +38,7 @@ from pydantic import (
 from bat.errors import InputError
 from bat.evaluation.locate import dotted, json_lines, line_index, validation_problems
 from bat.evaluation.output_regex import check_regex
+from bat.wording import counted
 
 Status = Literal["completed", "input-required", "auth-required", "working", "error"]
 STATUS_SYNONYMS = {
@@ -314,7 +315,9 @@ class Dataset(BaseModel):
                     f"{self.tasks[earlier].id!r}; change one of the two ids"
                 )
         if problems:
-            raise InputError(f"{self.path} has {len(problems)} problem(s)", details=problems)
+            raise InputError(
+                f"{self.path} has {counted(len(problems), 'problem')}", details=problems
+            )
         return self
 
 
@@ -578,7 +581,7 @@ def _tasks_one_by_one(path: Path, text: str) -> list[TaskSpec]:
         line = lines.get((*prefix, index, "id"))
         where = f" (line {line})" if line else ""
         problems.append(f"{path}: tasks[{index}].id{where}: duplicate task id {task_id!r}")
-    raise InputError(f"{path} has {len(problems)} problem(s)", details=problems)
+    raise InputError(f"{path} has {counted(len(problems), 'problem')}", details=problems)
 
 
 @functools.cache

@@ -102,7 +102,8 @@ def check(run_dirs: list[Path]) -> list[Part]:
     missing = [n for n in range(1, total + 1) if n not in by_slice]
     if missing:
         shown = ", ".join(f"{n}/{total}" for n in missing)
-        raise InputError(f"slice(s) {shown} missing: the run is not whole without them")
+        word = "slice" if len(missing) == 1 else "slices"
+        raise InputError(f"{word} {shown} missing: the run is not whole without them")
     parts.sort(key=lambda part: part.shard.index)
     _same(parts)
     return parts

@@ -8,9 +8,10 @@ goes on with the next. What happened is returned as a ``ModelRecord`` for ``run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,40 @@ def run_model(
         record.status = "completed"
         return
     model_dir.mkdir(parents=True, exist_ok=True)
+    with scripted_model(resolved, model, record, say) as model:
+        _run_work(resolved, settings, run_dir, model, record, work, say)
+
+
+@contextlib.contextmanager
+def scripted_model(
+    resolved: ResolvedConfig, model: ModelSpec | None, record: ModelRecord, say: Say
+) -> Iterator[ModelSpec | None]:
+    """``model``, or with a ``script``, the model served by bat for the block: the same
+    entry pointed at the scripted model (BASE_URL, and a placeholder key for an OpenAI
+    client, which refuses to start without one)."""
+    if model is None or model.script is None:
+        yield model
+        return
+    if resolved.evaluation.agent.image is not None:
+        raise InputError(
+            f"{resolved.file}: models: {record.label}: a script serves agents started with "
+            "evaluation.agent.command (it listens on 127.0.0.1 only), not an image"
+        )
+    from bat.evaluation.scripted_model import serving
+
+    with serving(resolved.base / model.script) as address:
+        base_url = f"{address}/v1" if model.provider == "openai" else address
+        key = (
+            {"OPENAI_API_KEY": "scripted-model-needs-no-key"} if model.provider == "openai" else {}
+        )
+        say(f"[{record.label}] scripted model from {model.script} at {base_url}")
+        yield model.model_copy(update={"base_url": base_url, "env": {**key, **model.env}})
+
+
+def _run_work(resolved, settings, run_dir, model, record, work, say) -> None:
+    """Start the agent(s) of ``model``, run ``work`` against them, stop them."""
+    evaluation = resolved.evaluation
+    model_dir = run_dir / record.dir
     agents: list = []
     urls = [resolved.agent_url]
     spans_file: Path | None = evaluation.agent.spans_file

@@ -110,7 +110,8 @@ def check_agent_files(
     multi = [t.id for t in dataset.tasks if len(t.turns) > 1]
     if multi and settings.config_path is not None and not settings.checkpoints:
         warnings.append(
-            f"{len(multi)} task(s) have several turns but {settings.config_path} has "
+            f"{counted(len(multi), 'task')} {_have(multi)} several turns but "
+            f"{settings.config_path} has "
             "checkpoints off: the agent may forget earlier turns (set checkpoints: true)"
         )
     return settings, warnings
@@ -143,13 +144,15 @@ def dataset_warnings(dataset: Dataset) -> list[str]:
     warnings = []
     if status_only:
         warnings.append(
-            f"{len(status_only)} task(s) check nothing but the final status "
+            f"{counted(len(status_only), 'task')} {_check(status_only)} nothing but the final "
+            "status "
             f"({_some(status_only)}): an empty or wrong answer passes them (add "
             "output_must_contain, output_regex or tool_calls)"
         )
     if nothing:
         warnings.append(
-            f"{len(nothing)} task(s) check nothing at all ({_some(nothing)}: status: null and "
+            f"{counted(len(nothing), 'task')} {_check(nothing)} nothing at all "
+            f"({_some(nothing)}: status: null and "
             "no other expectation): every answer passes them"
         )
     return warnings
@@ -556,7 +559,8 @@ def gate_stage(
     shard = rundir.read_run(run_dir).shard
     if shard:  # a slice's figures are not the run's: its gates wait for the merged run
         say(
-            f"{len(specs)} gate(s) not checked on slice {shard['index']}/{shard['total']}: "
+            f"{counted(len(specs), 'gate')} not checked on slice "
+            f"{shard['index']}/{shard['total']}: "
             "bat eval.merge checks them on the merged run"
         )
         return None
@@ -571,3 +575,11 @@ def gate_stage(
     gates.write(run_dir, result)
     say(secrets.scrub(safe(gates.table(result))))
     return result
+
+
+def _have(items: list) -> str:
+    return "has" if len(items) == 1 else "have"
+
+
+def _check(items: list) -> str:
+    return "checks" if len(items) == 1 else "check"

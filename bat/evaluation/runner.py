@@ -36,6 +36,7 @@ from bat.evaluation.log.episode import AgentError, Aux, EpisodeResult, EpisodeTr
 from bat.evaluation.log.run import now_iso
 from bat.evaluation.spans import SpanIndex, merge_span_report
 from bat.evaluation.verdict import judge_episode
+from bat.wording import counted
 
 DEATH_GRACE_S = 1.0  # how long a broken connection may take to show as a dead process
 WATCH_EVERY_S = 0.05
@@ -246,7 +247,7 @@ class EpisodeRunner:
         return None
 
     def _give_up(self, items: list[Work], reason: str) -> None:
-        self.notice(f"[{self.model}] {len(items)} episode(s) not run: {reason}")
+        self.notice(f"[{self.model}] {counted(len(items), 'episode')} not run: {reason}")
         for item in items:
             observed = Observed(
                 status="working",

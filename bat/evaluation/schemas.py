@@ -221,6 +221,8 @@ _EVAL_YAML_KEYS = {
         "name": "its folder in a run and its label (default: provider_model)",
         "base_url": "an OpenAI-compatible server",
         "env": "extra environment for the agent with this model (no PORT: bat sets it)",
+        "script": "a rule file of the scripted model: bat serves it on 127.0.0.1 and points "
+        "the agent at it (offline, no key; provider openai or ollama)",
     },
     "JudgeSpec": {
         "provider": "ollama speaks Ollama's /api/chat; any other, OpenAI-compatible chat "

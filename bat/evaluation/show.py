@@ -76,6 +76,7 @@ def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None)
                 "provider": m.provider,
                 "model": m.model,
                 "base_url": display_url(m.base_url),
+                "script": m.script,
                 "env": sorted(m.env),
             }
             for m in resolved.config.models
@@ -125,6 +126,7 @@ def describe(
     for model in view["models"]:
         extra = f" in {model['folder']}/" if model.get("folder") else ""
         extra += f" at {model['base_url']}" if model.get("base_url") else ""
+        extra += f", scripted by bat from {model['script']}" if model.get("script") else ""
         extra += f" (env: {', '.join(model['env'])})" if model.get("env") else ""
         lines.append(
             f"  - {model['label']}{extra}" if "note" not in model else f"  - {model['note']}"

@@ -255,10 +255,10 @@ def test_show_warns_about_tasks_that_check_only_the_status(tmp_path, bat, home):
     result = bat("eval.show", cwd=project)
     assert result.code == 0, result.err
     assert warnings(result.err) == [
-        "warning: 7 task(s) check nothing but the final status (weak0, weak1, weak2, weak3, "
+        "warning: 7 tasks check nothing but the final status (weak0, weak1, weak2, weak3, "
         "weak4 and 2 more): an empty or wrong answer passes them (add output_must_contain, "
         "output_regex or tool_calls)",
-        "warning: 1 task(s) check nothing at all (nothing: status: null and no other "
+        "warning: 1 task checks nothing at all (nothing: status: null and no other "
         "expectation): every answer passes them",
     ]
     (project / "eval" / "input" / "tasks.json").write_text(json.dumps(tasks[-1:]))

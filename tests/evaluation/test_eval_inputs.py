@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import yaml
 
 from bat.evaluation.dataset import TaskSpec
 
@@ -33,6 +34,22 @@ def test_init_writes_the_three_things(project):
     assert not kinds & {"tool_calls", "tool_call_order", "agent_calls"}
     assert any(len(task["turns"]) > 1 for task in tasks)
     assert all(task["meta"]["teaches"] for task in tasks)
+    # the stand-in model: its script answers every sample task's question
+    (stand_in,) = yaml.safe_load((project / "eval/eval.yaml").read_text())["models"]
+    assert stand_in == {
+        "provider": "openai",
+        "model": "scripted",
+        "script": "eval/scripted-model.yaml",
+    }
+    rules = yaml.safe_load((project / "eval/scripted-model.yaml").read_text())
+    for task in tasks:
+        assert any(rule["match"] in task["turns"][-1] for rule in rules), task["id"]
+
+
+def test_init_writes_no_stand_in_for_a_provider_the_script_does_not_speak(tmp_path, bat, home):
+    (tmp_path / ".env").write_text("MODEL_PROVIDER=anthropic\n")
+    assert bat("eval.init", cwd=tmp_path).code == 0
+    assert yaml.safe_load((tmp_path / "eval/eval.yaml").read_text())["models"] is None
 
 
 def test_init_comments_every_key(project):
@@ -47,6 +64,9 @@ def test_init_refuses_to_overwrite(project, bat):
     (project / "eval/input/tasks.json").write_text("[]")
     refused = bat("eval.init", cwd=project)
     assert refused.code == 2 and "--force" in refused.err
+    assert "eval/eval.yaml, eval/input/tasks.json, eval/scripted-model.yaml already exist" in (
+        refused.err
+    )
     assert (project / "eval/input/tasks.json").read_text() == "[]"
     assert bat("eval", "init", "-f", cwd=project).code == 0
     assert (project / "eval/input/tasks.json").read_text() != "[]"
@@ -105,7 +125,7 @@ def test_every_problem_of_eval_yaml_at_once(project, bat):
     result = bat("eval.show", cwd=project)
     assert result.code == 2 and "Traceback" not in result.err
     lines = result.err.splitlines()
-    assert lines[0] == "bat: error: eval/eval.yaml has 6 problem(s)"
+    assert lines[0] == "bat: error: eval/eval.yaml has 6 problems"
     body = "\n".join(lines[1:])
     for expected in (
         "evaluation.k (line 2)",
@@ -168,7 +188,7 @@ def test_every_problem_of_tasks_json_at_once(project, bat):
     result = bat("eval.show", cwd=project)
     assert result.code == 2
     body = result.err
-    assert "has 7 problem(s)" in body
+    assert "has 7 problems" in body
     for expected in (
         "tasks[1].id",
         "duplicate task id 'ok'",

@@ -6,6 +6,10 @@ exit 3. Every ``models:`` entry gets a folder of its own; real duplicates are re
 """
 
 import json
+import re
+
+import pytest
+import requests
 
 from tests.evalkit import episodes, make_project, run_dirs, summary
 
@@ -106,3 +110,68 @@ def test_real_duplicates_are_refused(tmp_path, bat, home):
     result = bat("eval.show", cwd=taken)
     assert result.code == 2 and "'agent-default' is reserved" in result.err
     assert not run_dirs(project)
+
+
+def test_a_script_is_served_by_bat_and_the_agent_pointed_at_it(tmp_path, bat, home):
+    """A model's ``script``: bat serves it while that model runs, hands the agent its
+    address (OpenAI's with /v1 and a placeholder key, Ollama's bare) and stops it."""
+    (tmp_path / "rules.yaml").write_text("- reply: scripted\n")
+    where = [{"id": "where", "turns": ["BASE_URL?"], "expected": {"output_regex": "^base_url"}}]
+    models = [
+        {"provider": "openai", "model": "stand-in", "script": "rules.yaml"},
+        {"provider": "ollama", "model": "stand-in", "script": "rules.yaml"},
+    ]
+    project = make_project(tmp_path, where, models=models)
+    result = bat("eval.run", cwd=project)
+    assert result.code == 0, result.out + result.err
+    (run_dir,) = run_dirs(project)
+    (openai,) = episodes(run_dir, "openai_stand-in").values()
+    assert re.fullmatch(r"base_url: http://127\.0\.0\.1:\d+/v1 key: set", openai["final_output"])
+    (ollama,) = episodes(run_dir, "ollama_stand-in").values()
+    assert re.fullmatch(r"base_url: http://127\.0\.0\.1:\d+ key: unset", ollama["final_output"])
+    assert result.out.count("scripted model from rules.yaml at http://127.0.0.1:") == 2
+
+
+@pytest.mark.parametrize(
+    ("entry", "words"),
+    [
+        (
+            {"provider": "anthropic", "model": "m", "script": "rules.yaml"},
+            "script: the scripted model speaks openai and ollama, not 'anthropic'",
+        ),
+        (
+            {"provider": "openai", "model": "m", "script": "rules.yaml", "base_url": "http://x/v1"},
+            "give script or base_url, not both",
+        ),
+        (
+            {"provider": "openai", "model": "m", "script": "missing.yaml"},
+            "models[0].script: missing.yaml: No such file or directory",
+        ),
+        (
+            {"provider": "openai", "model": "m", "script": "bad.yaml"},
+            "rule 0: unknown key(s) ['answer']",
+        ),
+    ],
+)
+def test_a_bad_script_entry_is_one_input_error_before_any_agent(tmp_path, bat, home, entry, words):
+    (tmp_path / "rules.yaml").write_text("- reply: scripted\n")
+    (tmp_path / "bad.yaml").write_text("- answer: oops\n")
+    project = make_project(tmp_path, WHICH, models=[entry])
+    result = bat("eval.run", cwd=project)
+    assert result.code == 2, result.out + result.err
+    assert words in result.err and "Traceback" not in result.err
+    assert run_dirs(project) == []
+
+
+def test_serving_answers_both_protocols_and_stops(tmp_path):
+    from bat.evaluation.scripted_model import serving
+
+    (tmp_path / "rules.yaml").write_text("- match: hi\n  reply: hello\n")
+    chat = {"messages": [{"role": "user", "content": "hi"}], "stream": False}
+    with serving(tmp_path / "rules.yaml") as address:
+        openai = requests.post(f"{address}/v1/chat/completions", json=chat, timeout=10)
+        assert openai.json()["choices"][0]["message"]["content"] == "hello"
+        ollama = requests.post(f"{address}/api/chat", json=chat, timeout=10)
+        assert ollama.json()["message"]["content"] == "hello"
+    with pytest.raises(requests.ConnectionError):
+        requests.post(f"{address}/api/chat", json=chat, timeout=5)

@@ -131,7 +131,7 @@ def test_multi_turn_without_checkpoints_warns(tmp_path, bat, home):
     )
     result = bat("eval.run", cwd=project)
     assert result.code == 0
-    assert "warning: 1 task(s) have several turns" in result.err and "checkpoints" in result.err
+    assert "warning: 1 task has several turns" in result.err and "checkpoints" in result.err
 
 
 def test_agent_calls_are_counted(tmp_path, bat, home):

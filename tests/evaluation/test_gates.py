@@ -260,7 +260,7 @@ def test_baseline_and_compare_fail_on_a_significant_regression(tmp_path):
     assert result.code == 1, result.err
     gate = gates_of(run_dirs(project)[1])["gates"][0]
     assert gate["kind"] == "baseline" and gate["value"] == 0.8571
-    assert "6 task(s) regressed, 0 improved; McNemar p = 0.03125 < 0.05" in gate["detail"]
+    assert "6 tasks regressed, 0 improved; McNemar p = 0.03125 < 0.05" in gate["detail"]
     newer = run_dirs(project)[1].name
     compared = bat("eval.compare", base, newer, "--fail-on-regression", cwd=project)
     assert compared.code == 1 and "B regressed from A" in compared.err

@@ -167,7 +167,7 @@ def test_merge_refuses_shards_that_do_not_make_one_run(sharded, bat, tmp_path):
     root, _home, unsharded, shards = sharded
     whole = root / "whole"
     cases = [
-        ([shards[0], shards[1]], "slice(s) 3/3 missing"),
+        ([shards[0], shards[1]], "slice 3/3 missing"),
         ([shards[0], shards[1], shards[1], shards[2]], "slice 2/3 is given twice"),
         ([shards[0], unsharded], "is not a shard (it ran without --shard)"),
     ]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.evaluation.export.data import RunData
+from bat.wording import counted
 
 CELL_LIMIT = 200  # characters of a reason in a table cell
 
@@ -82,7 +83,7 @@ def render(run: RunData) -> str:
     else:
         lines += ["Every task passed every attempt." if run.models else "", ""]
     if run.unreadable:
-        lines += [f"{len(run.unreadable)} episode file(s) could not be read.", ""]
+        lines += [f"{counted(len(run.unreadable), 'episode file')} could not be read.", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
