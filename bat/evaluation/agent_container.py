@@ -23,6 +23,11 @@ How a container is run, and why:
 * On the local engine the model's folder of the run is mounted at its own path, so the
   agent writes its spans where bat reads them (the config copy, as for a process). A
   remote engine cannot see bat's folders: its agents' spans are not read.
+* With that folder mounted, the container runs as bat's own user (``uid:gid``), not as
+  the image's ``USER``: the config copy is private to bat's user (0600: it may hold
+  keys), and what the agent writes into the run folder then belongs to that user, not
+  to a uid of the image (a generated agent runs as 10001) that could neither read the
+  copy nor write its spans.
 * The container's output is followed into the replica's log in the run folder as it
   comes (``agent-<model>.log``; ``agent-<model>.replica-<n>.log`` with several).
 * Every container is labelled with the run folder, the model and the replica; it is
@@ -141,8 +146,10 @@ class ContainerAgent(StartedAgent):
         mounts: list[Path],
         startup_timeout_s: float,
         shutdown_timeout_s: float,
+        user: str | None = None,
     ) -> None:
         self.client = client
+        self.user = user
         self.image = image
         self.env = env
         self.log = log
@@ -175,6 +182,7 @@ class ContainerAgent(StartedAgent):
                 self.image,
                 environment=self.env,
                 labels=self.labels,
+                user=self.user,
                 host_config=self.client.create_host_config(network_mode="host", binds=binds),
             )
             self.container = created["Id"]

@@ -87,10 +87,12 @@ def scripted_model(
     if model is None or model.script is None:
         yield model
         return
-    if resolved.evaluation.agent.image is not None:
+    if resolved.evaluation.agent.image is not None and not engine_is_local():
+        # Containers share the host's network (agent_container), so a local engine's
+        # agents reach 127.0.0.1; a remote engine's host is another machine.
         raise InputError(
-            f"{resolved.file}: models: {record.label}: a script serves agents started with "
-            "evaluation.agent.command (it listens on 127.0.0.1 only), not an image"
+            f"{resolved.file}: models: {record.label}: a script is served on 127.0.0.1, "
+            "out of reach of a remote Docker engine's containers"
         )
     from bat.evaluation.scripted_model import serving
 
@@ -264,6 +266,8 @@ def _replicas(resolved, settings, model, run_dir, record, spans_file, say) -> li
     dotenv = read_dotenv(resolved.root / ".env")
     host, local = engine_host_name(), engine_is_local()
     mounts = [model_dir.resolve()] if spans_file is not None else []
+    # bat's user, so the agent reads the private config copy (agent_container's doc)
+    user = f"{os.getuid()}:{os.getgid()}" if mounts and hasattr(os, "getuid") else None
     replicas = []
     for n in range(1, agent.replicas + 1):
         port = replica_port(resolved.agent_port, n, local=local)
@@ -282,6 +286,7 @@ def _replicas(resolved, settings, model, run_dir, record, spans_file, say) -> li
                 url=f"http://{host}:{port}",
                 labels=labels,
                 mounts=mounts,
+                user=user,
                 startup_timeout_s=resolved.evaluation.agent_startup_timeout_s,
                 shutdown_timeout_s=resolved.evaluation.agent_shutdown_timeout_s,
             )

@@ -145,15 +145,14 @@ def dataset_warnings(dataset: Dataset) -> list[str]:
     if status_only:
         warnings.append(
             f"{counted(len(status_only), 'task')} {_check(status_only)} nothing but the final "
-            "status "
-            f"({_some(status_only)}): an empty or wrong answer passes them (add "
-            "output_must_contain, output_regex or tool_calls)"
+            f"status ({_some(status_only)}): an empty or wrong answer passes "
+            f"{_them(status_only)} (add output_must_contain, output_regex or tool_calls)"
         )
     if nothing:
         warnings.append(
             f"{counted(len(nothing), 'task')} {_check(nothing)} nothing at all "
-            f"({_some(nothing)}: status: null and "
-            "no other expectation): every answer passes them"
+            f"({_some(nothing)}: status: null and no other expectation): every answer "
+            f"passes {_them(nothing)}"
         )
     return warnings
 
@@ -583,3 +582,7 @@ def _have(items: list) -> str:
 
 def _check(items: list) -> str:
     return "checks" if len(items) == 1 else "check"
+
+
+def _them(items: list) -> str:
+    return "it" if len(items) == 1 else "them"

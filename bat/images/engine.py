@@ -64,6 +64,7 @@ def build(
     tracker: BuildTracker,
     *,
     no_cache: bool = False,
+    network: str | None = None,
 ) -> str:
     """Build ``settings.ref`` from ``archive``; returns the image id."""
     from docker.errors import APIError, DockerException
@@ -77,6 +78,7 @@ def build(
             dockerfile=settings.dockerfile,
             buildargs={"VERSION": settings.version.value},
             nocache=no_cache,
+            network_mode=network,
             rm=True,
             forcerm=True,
             decode=True,

@@ -39,6 +39,7 @@ def build_image(
     settings: ImageSettings,
     *,
     no_cache: bool = False,
+    network: str | None = None,
     host: HostSpec | None = None,
     ssh: SshOptions | None = None,
     stream: TextIO | None = None,
@@ -64,11 +65,15 @@ def build_image(
                     RemoteDocker(host, ssh or SshOptions(), display) as remote,
                     context_archive(settings.context, settings.dockerfile) as archive,
                 ):
-                    image_id = remote.build(settings, archive, tracker, no_cache=no_cache)
+                    image_id = remote.build(
+                        settings, archive, tracker, no_cache=no_cache, network=network
+                    )
             else:
                 client = engine.connect()
                 with context_archive(settings.context, settings.dockerfile) as archive:
-                    image_id = engine.build(client, settings, archive, tracker, no_cache=no_cache)
+                    image_id = engine.build(
+                        client, settings, archive, tracker, no_cache=no_cache, network=network
+                    )
         except BaseException as exc:
             log.write(f"FAILED: {exc}")
             raise

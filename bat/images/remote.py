@@ -234,6 +234,7 @@ class RemoteDocker:
         tracker: BuildTracker,
         *,
         no_cache: bool = False,
+        network: str | None = None,
     ) -> str:
         """Upload ``archive`` and build ``settings.ref`` on the host; returns the image id."""
         with self.workdir() as folder:
@@ -263,6 +264,8 @@ class RemoteDocker:
             ]
             if no_cache:
                 words.append("--no-cache")
+            if network:
+                words += ["--network", network]
             command = f"DOCKER_BUILDKIT=0 {shlex.join([*words, context])}"
             errors: list[str] = []
             result = self._run(command, on_out=tracker.feed, on_err=_collect(errors, tracker.log))

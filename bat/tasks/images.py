@@ -27,6 +27,7 @@ Invoke gives a pre/post task the root's configuration only.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from invoke import Collection, Context
@@ -42,6 +43,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "context": ".",
         "version": None,
         "no_cache": False,
+        "network": None,
         "host": None,
         "identity": None,
         "known_hosts": "~/.ssh/known_hosts",
@@ -64,7 +66,12 @@ _HELP = {
 
 @command(
     short=_SHORT,
-    help={**_HELP, "no-cache": "Build every step anew, without the engine's layer cache."},
+    help={
+        **_HELP,
+        "no-cache": "Build every step anew, without the engine's layer cache.",
+        "network": "NAME: the network of the build's RUN steps (docker build --network: "
+        "host, none or a network's name; default: the engine's).",
+    },
 )
 def build(
     c: Context,
@@ -73,6 +80,7 @@ def build(
     repo: str | None = None,
     version: str | None = None,
     no_cache: bool = False,
+    network: str | None = None,
     host: str | None = None,
     identity: str | None = None,
     accept_new_host_key: bool = False,
@@ -92,7 +100,8 @@ def build(
         "accept_new_host_key": accept_new_host_key,
     }
     target = _target(c, flags, require_registry=False)
-    _build_once(c, target, no_cache=no_cache or bool(setting(c, None, "images.no_cache", False)))
+    no_cache = no_cache or bool(setting(c, None, "images.no_cache", False))
+    _build_once(c, target, no_cache=no_cache, network=_network(c, network))
 
 
 @command(
@@ -132,7 +141,8 @@ def push(
         "accept_new_host_key": accept_new_host_key,
     }
     target = _target(c, flags, require_registry=True)  # no registry: stop before building
-    _build_once(c, target, no_cache=bool(setting(c, None, "images.no_cache", False)))
+    no_cache = bool(setting(c, None, "images.no_cache", False))
+    _build_once(c, target, no_cache=no_cache, network=_network(c, None))
     user = username or setting(c, None, "images.username", None)
     settings = target.settings
     credentials = read_credentials(user, settings.registry_host) if user else None
@@ -155,7 +165,20 @@ def _target(c: Context, flags: dict[str, Any], *, require_registry: bool) -> Tar
     return target
 
 
-def _build_once(c: Context, target: Target, *, no_cache: bool) -> None:
+def _network(c: Context, flag: str | None) -> str | None:
+    """The build's network: the flag, else ``images.network``; a name, nothing else."""
+    from bat.errors import InputError
+
+    value = flag or setting(c, None, "images.network", None)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", value):
+        where = "--network" if flag else "images.network (BAT_IMAGES_NETWORK)"
+        raise InputError(f"{where}: {value!r} is not a network name (host, none, my-net)")
+    return value
+
+
+def _build_once(c: Context, target: Target, *, no_cache: bool, network: str | None) -> None:
     """Build ``target`` unless this command line has built it already."""
     from bat.images.commandline import is_built
     from bat.images.operations import build_image
@@ -164,7 +187,9 @@ def _build_once(c: Context, target: Target, *, no_cache: bool) -> None:
     if is_built(target, built):
         print(f"{target.settings.ref} is already built{target.where} in this run")
         return
-    build_image(target.settings, no_cache=no_cache, host=target.host, ssh=target.ssh)
+    build_image(
+        target.settings, no_cache=no_cache, network=network, host=target.host, ssh=target.ssh
+    )
     _record(c, "built", [*built, target.key])
 
 

@@ -31,7 +31,7 @@ CLASS_NAMES = re.compile(
     r"JudgeSpec|JudgePrompts|EvalConfig|EvaluationSection|AgentSpec|ModelSpec|"
     r"TaskSpec|TaskExpected|list\[|dict\["
 )
-STATUS_ONLY = "check nothing but the final status"
+STATUS_ONLY = "nothing but the final status"
 
 
 def batcli_project(root: Path, eval_yaml: str | None = None, tasks: Path | None = None) -> Path:
@@ -259,7 +259,7 @@ def test_show_warns_about_tasks_that_check_only_the_status(tmp_path, bat, home):
         "weak4 and 2 more): an empty or wrong answer passes them (add output_must_contain, "
         "output_regex or tool_calls)",
         "warning: 1 task checks nothing at all (nothing: status: null and no other "
-        "expectation): every answer passes them",
+        "expectation): every answer passes it",
     ]
     (project / "eval" / "input" / "tasks.json").write_text(json.dumps(tasks[-1:]))
     result = bat("eval.show", cwd=project)
