@@ -157,6 +157,7 @@ EXPLICIT_KINDS: dict[str, Kind] = {
     "docker.registry": OPTIONAL_TEXT,
     "docker.repo": OPTIONAL_TEXT,
     "images.version": OPTIONAL_TEXT,
+    "images.network": OPTIONAL_TEXT,
     "images.host": OPTIONAL_TEXT,
     "images.identity": OPTIONAL_TEXT,
     "images.username": OPTIONAL_TEXT,

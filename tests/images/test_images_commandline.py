@@ -110,3 +110,21 @@ def test_the_built_key_tells_images_hosts_and_contexts_apart(tmp_path):
     assert not is_built(target(first, host="build1"), built)
     assert is_built(target(first, host="build1"), [*built, target(first, host="build1").key])
     assert not is_built(local, [])
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "words"),
+    [
+        (["--network", "my net"], {}, "--network: 'my net' is not a network name"),
+        ([], {"BAT_IMAGES_NETWORK": "-x"}, "images.network (BAT_IMAGES_NETWORK): '-x' is not"),
+    ],
+)
+def test_a_bad_network_is_one_line_exit_2_before_the_engine_is_asked(
+    tmp_path, bat, home, args, env, words
+):
+    ctx = make_context(tmp_path / "agent", card={"name": "Agent", "version": "1"})
+    # an engine that does not exist: the network is refused before any call to it
+    result = bat("build", *args, cwd=ctx, env={"DOCKER_HOST": "tcp://127.0.0.1:9", **env})
+    assert result.code == 2, result.out + result.err
+    (line,) = result.err.strip().splitlines()
+    assert line.startswith(f"bat: error: {words}"), line
