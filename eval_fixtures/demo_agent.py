@@ -25,33 +25,31 @@ demo's report is the same on every run:
 from __future__ import annotations
 
 import itertools
-import os
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 from a2a.types import AgentCard, AgentSkill, TaskState
 
-from eval_fixtures._a2a_server import Turn, add_option, build_card, common_parser, pause
-from eval_fixtures._a2a_server import serve as serve_agent
+from eval_fixtures._a2a_server import Turn, build_card, pause
 from eval_fixtures._spans import SpanFile
-from eval_fixtures.tool_agent import Call, ToolExecutor, TurnWork, argument, bat_delta, work
+from eval_fixtures.tool_agent import (
+    Call,
+    ToolExecutor,
+    TurnWork,
+    answered,
+    argument,
+    bat_delta,
+    serve_tools,
+    work,
+)
 
 NAME = "DemoAgent"
 PEOPLE_QUESTION = "For how many people?"
 BUSY = "sorry, the forecast service is busy; try again later"
 FLAKY_EVERY = 3  # the forecast fails on calls 2, 5, 8... of the process
-
-
-def answered(text: str, answer: str, calls: list[Call] | None = None) -> TurnWork:
-    """A turn's work: one model call (two with tools), as the tool agent counts them."""
-    turn = TurnWork(text, calls=calls or [], answer=answer)
-    prompt, completion = 10 * len(text.split()), 5 * len(answer.split())
-    turn.model_calls = [(prompt, 0), (0, completion)] if turn.calls else [(prompt, completion)]
-    return turn
 
 
 class DemoExecutor(ToolExecutor):
@@ -128,16 +126,7 @@ def make_card(
 
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line (and environment), read config.yaml, serve until SIGTERM."""
-    parser = common_parser("eval_fixtures.demo_agent", __doc__.splitlines()[0])
-    add_option(parser, "--no-stream-metadata", "NO_STREAM_METADATA", "no metadata.bat")
-    add_option(parser, "--spans-delay-ms", "SPANS_DELAY_MS", "delay of a turn's spans", 0)
-    args = parser.parse_args(argv)
-    config = Path(os.environ.get("CONFIG_PATH") or "config.yaml")
-    try:
-        spans = SpanFile.from_config(config)
-    except (OSError, ValueError) as exc:
-        raise SystemExit(f"demo_agent: error: {config}: {exc}") from None
-    serve_agent(args, "demo_agent", make_card, DemoExecutor(args, spans))
+    serve_tools(argv, "demo_agent", __doc__, make_card, DemoExecutor)
 
 
 if __name__ == "__main__":

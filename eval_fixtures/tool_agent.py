@@ -142,8 +142,14 @@ def work(text: str) -> TurnWork:
     tools = [call for call in turn.calls if not call.agent]
     if "TWICE" in text and tools:
         turn.calls.insert(turn.calls.index(tools[0]) + 1, tools[0])
-    turn.answer = "; ".join(call.result for call in turn.calls) or "no tools needed"
-    prompt, completion = 10 * len(text.split()), 5 * len(turn.answer.split())
+    return answered(text, "; ".join(c.result for c in turn.calls) or "no tools needed", turn.calls)
+
+
+def answered(text: str, answer: str, calls: list[Call] | None = None) -> TurnWork:
+    """A turn that answers ``answer`` after ``calls``, its model calls counted: one, or
+    two with calls (planning: 10 x user words of prompt; answering: 5 x answer words)."""
+    turn = TurnWork(text, calls=list(calls or []), answer=answer)
+    prompt, completion = 10 * len(text.split()), 5 * len(answer.split())
     turn.model_calls = [(prompt, 0), (0, completion)] if turn.calls else [(prompt, completion)]
     return turn
 
@@ -291,7 +297,15 @@ def make_card(
 
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line (and environment), read config.yaml, serve until SIGTERM."""
-    parser = common_parser("eval_fixtures.tool_agent", __doc__.splitlines()[0])
+    serve_tools(argv, "tool_agent", __doc__, make_card, ToolExecutor)
+
+
+def serve_tools(
+    argv: list[str] | None, name: str, doc: str, card: Any, executor: type[ToolExecutor]
+) -> None:
+    """Serve a tool agent (this one, or one built on it): the shared options, the span
+    file of config.yaml (``CONFIG_PATH``), ``executor`` answering."""
+    parser = common_parser(f"eval_fixtures.{name}", doc.splitlines()[0])
     add_option(parser, "--no-stream-metadata", "NO_STREAM_METADATA", "no metadata.bat")
     add_option(parser, "--spans-delay-ms", "SPANS_DELAY_MS", "delay of a turn's spans", 0)
     args = parser.parse_args(argv)
@@ -299,8 +313,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         spans = SpanFile.from_config(config)
     except (OSError, ValueError) as exc:
-        raise SystemExit(f"tool_agent: error: {config}: {exc}") from None
-    serve_agent(args, "tool_agent", make_card, ToolExecutor(args, spans))
+        raise SystemExit(f"{name}: error: {config}: {exc}") from None
+    serve_agent(args, name, card, executor(args, spans))
 
 
 if __name__ == "__main__":

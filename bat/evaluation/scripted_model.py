@@ -293,10 +293,13 @@ def pieces(text: str) -> list[str]:
     return [p for p in re.split(r"(?<=\s)(?=\S)", text) if p]
 
 
-def usage_of(messages: Messages, reply: str) -> dict[str, int]:
-    """Token counts without a tokenizer: one token per whitespace-separated word."""
+def usage_of(
+    messages: Messages, reply: str, calls: tuple[tuple[str, str], ...] = ()
+) -> dict[str, int]:
+    """Token counts without a tokenizer: one token per whitespace-separated word (and
+    one per tool call asked for)."""
     prompt = sum(len(content_text(m.get("content")).split()) for m in messages)
-    completion = len(reply.split())
+    completion = len(reply.split()) + len(calls)
     return dict(
         prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
     )
@@ -372,7 +375,7 @@ def build_app(rules: Rules) -> Starlette:
         if failure is not None:
             return failure
         calls = rule.tool_calls if rule is not None else ()
-        usage = usage_of(messages, " ".join([reply, *(name for name, _ in calls)]))
+        usage = usage_of(messages, reply, calls)
         number = by_path[request.url.path]
         head = {"id": f"chatcmpl-{number:06d}", "created": CREATED, "model": model}
         tool_calls = [
@@ -427,7 +430,7 @@ def build_app(rules: Rules) -> Starlette:
         if failure is not None:
             return failure
         calls = rule.tool_calls if rule is not None else ()
-        usage = usage_of(messages, " ".join([reply, *(name for name, _ in calls)]))
+        usage = usage_of(messages, reply, calls)
         head = {"model": model, "created_at": CREATED_AT}
         tool_calls = [
             {"function": {"name": name, "arguments": json.loads(arguments)}}

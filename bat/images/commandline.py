@@ -14,15 +14,18 @@ and read without knowing Invoke:
 * :attr:`Target.key`: what "already built" compares, the host, the context and the
   image reference, as a list of texts that any configuration store can hold.
 
-``--no-cache`` is not a shared flag: it belongs to the one build it was given to.
+``--no-cache`` and ``--network`` are not shared flags: they belong to the one build
+they were given to (:func:`build_network` checks the latter).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bat.errors import InputError
 from bat.images.remote import SshOptions
 from bat.images.settings import HostSpec, ImageSettings, host_spec, resolve
 
@@ -138,3 +141,18 @@ def is_built(target: Target, built: Iterable[Iterable[str]]) -> bool:
     """Whether ``target`` is among the ``built`` keys (lists or tuples alike)."""
     key = target.key
     return any(list(entry) == key for entry in built)
+
+
+_NETWORK = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def build_network(flag: str | None, configured: Any) -> str | None:
+    """The network of a build's RUN steps: ``--network``, else ``images.network``; a
+    network's name (``host``, ``none``, ``my-net``), nothing an engine would misread."""
+    value = flag or configured
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not _NETWORK.fullmatch(value):
+        where = "--network" if flag else "images.network (BAT_IMAGES_NETWORK)"
+        raise InputError(f"{where}: {value!r} is not a network name (host, none, my-net)")
+    return value

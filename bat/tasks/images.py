@@ -27,7 +27,6 @@ Invoke gives a pre/post task the root's configuration only.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from invoke import Collection, Context
@@ -166,16 +165,9 @@ def _target(c: Context, flags: dict[str, Any], *, require_registry: bool) -> Tar
 
 
 def _network(c: Context, flag: str | None) -> str | None:
-    """The build's network: the flag, else ``images.network``; a name, nothing else."""
-    from bat.errors import InputError
+    from bat.images.commandline import build_network
 
-    value = flag or setting(c, None, "images.network", None)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", value):
-        where = "--network" if flag else "images.network (BAT_IMAGES_NETWORK)"
-        raise InputError(f"{where}: {value!r} is not a network name (host, none, my-net)")
-    return value
+    return build_network(flag, setting(c, None, "images.network", None))
 
 
 def _build_once(c: Context, target: Target, *, no_cache: bool, network: str | None) -> None:
