@@ -41,7 +41,9 @@ def doctor(c: Context, json: bool = False, host: str | None = None, build: bool 
     checks = run_doctor(options)
     print(safe(scrub(render_json(checks) if json else render(checks))))
     if exit_code(checks):
+        from bat.wording import counted
+
         failing = [check.name for check in checks if check.status == "fail"]
         raise OperationError(
-            f"doctor: {len(failing)} required check(s) failed: {', '.join(failing)}"
+            f"doctor: {counted(len(failing), 'required check')} failed: {', '.join(failing)}"
         )
