@@ -77,6 +77,7 @@ def wheel(session):
             "python",
             "-c",
             "from importlib.resources import files; "
-            "assert (files('bat.evaluation.plot') / 'templates' / 'report.html.j2').is_file(), "
+            "assert (files('bat.evaluation.present.plot') / 'templates' / 'report.html.j2')"
+            ".is_file(), "
             "'report.html.j2 is missing from the wheel'",
         )

@@ -140,3 +140,12 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file that may hold a secret: atomically, readable by its owner only
+    (0600), whatever the mode of the file it replaces or the umask."""
+    path = Path(path)
+    if path.exists() and not path.is_symlink():
+        os.chmod(path, 0o600)  # narrowed before the new content goes in
+    write_text_atomic(path, text, mode=PRIVATE)

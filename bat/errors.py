@@ -74,7 +74,7 @@ class Interrupted(BatError):
 def error_line(message: str) -> str:
     """The one line a user sees for a failure: ``bat: error: ...``, whitespace folded, and
     free of every secret bat knows of (a URL's password, a judge's key: see
-    ``bat.evaluation.secrets``), whichever part of bat worded the message."""
+    ``bat.secrets``), whichever part of bat worded the message."""
     return f"bat: error: {_printable(message)}"
 
 
@@ -88,7 +88,7 @@ def error_text(error: BatError) -> str:
 def _printable(text: str) -> str:
     """``text`` scrubbed of secrets, folded onto one line, control characters escaped:
     messages quote user input, and an ESC from a file must not drive the terminal."""
-    from bat.evaluation.secrets import scrub
+    from bat.secrets import scrub
     from bat.terminal import safe
 
     return safe(" ".join(scrub(str(text)).split()))

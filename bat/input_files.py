@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -254,7 +255,7 @@ class BoundedLoader(yaml.SafeLoader):
                 if duplicate:
                     path = (*_path_of(node), _key_text(key_node))
                     raise InputError(
-                        f"{self.name}: {_dotted(path)} (line {key_node.start_mark.line + 1}): "
+                        f"{self.name}: {dotted(path)} (line {key_node.start_mark.line + 1}): "
                         "duplicate key"
                     )
         return super().construct_mapping(node, deep=deep)
@@ -262,7 +263,7 @@ class BoundedLoader(yaml.SafeLoader):
     def _fail(self, parent: Any, index: Any, mark: Any, message: str) -> None:
         """Refuse the node being composed at ``index`` of ``parent``, by key path and line."""
         path = (*self._steps, _step(parent, index)) if parent is not None else ()
-        where = _dotted(path[:12]) + ("..." if len(path) > 12 else "")
+        where = dotted(path[:12]) + ("..." if len(path) > 12 else "")
         raise InputError(f"{self.name}: {where} (line {mark.line + 1}): {message}")
 
 
@@ -300,10 +301,12 @@ def _key_text(node: Any) -> str:
     return str(node.value) if isinstance(node, yaml.ScalarNode) else "(complex key)"
 
 
-def _dotted(path: tuple) -> str:
-    from bat.evaluation.locate import dotted
-
-    return dotted(path)
+def dotted(path: Iterable[str | int]) -> str:
+    """``("models", 0, "provider")`` -> ``models[0].provider``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
 
 
 def _where(exc: yaml.MarkedYAMLError) -> str:

@@ -32,9 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bat.evaluation.agent_process import AgentProcess  # noqa: E402
-from bat.evaluation.dataset import TaskSpec  # noqa: E402
-from bat.evaluation.runner import EpisodeRunner, plan  # noqa: E402
+from bat.evaluation.inputs.dataset import TaskSpec  # noqa: E402
+from bat.evaluation.run.agent_process import AgentProcess  # noqa: E402
+from bat.evaluation.run.runner import EpisodeRunner, plan  # noqa: E402
 
 
 def free_port() -> int:

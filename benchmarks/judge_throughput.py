@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 import requests  # noqa: E402
 
-from bat.evaluation.config import JUDGE_DIMENSIONS, JudgeSpec  # noqa: E402
-from bat.evaluation.dataset import TaskSpec  # noqa: E402
+from bat.evaluation.inputs.config import JUDGE_DIMENSIONS, JudgeSpec  # noqa: E402
+from bat.evaluation.inputs.dataset import TaskSpec  # noqa: E402
 from bat.evaluation.judging import judge_run  # noqa: E402
 from bat.evaluation.log.episode import (  # noqa: E402
     EpisodeResult,

@@ -33,7 +33,7 @@ from bat.evaluation.log.episode import (
     Usage,
     Verdict,
 )
-from bat.evaluation.metrics import row_of, summarize
+from bat.evaluation.stats import row_of, summarize
 
 TARGET_S = 5.0
 DIMENSIONS = (

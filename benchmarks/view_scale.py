@@ -33,7 +33,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from plot_speed import make_runs  # noqa: E402
 
-from tests.evaluation.plot.test_report_browser import Browser, chromium_binary  # noqa: E402
+from tests.evaluation.present.plot.test_report_browser import Browser, chromium_binary  # noqa: E402
 
 TARGET_S = 1.0
 

@@ -17,7 +17,7 @@ from bat.evaluation.log.episode import (
     Usage,
     Verdict,
 )
-from bat.evaluation.metrics import row_of, summarize
+from bat.evaluation.stats import row_of, summarize
 
 
 def episode(

@@ -714,7 +714,7 @@ def test_agent_card_served(base, card_server, data):
     speak, or one clean error; never a library's exception."""
     import httpx
 
-    from bat.evaluation.agent_card import card_answers, fetch_card, prepare
+    from bat.evaluation.run.agent_card import card_answers, fetch_card, prepare
 
     start = data.draw(st.sampled_from([a2a_card, legacy_card, lambda: card_document(base)]))()
     if data.draw(st.booleans()):  # the addresses, where a mutation rarely lands by chance
@@ -748,7 +748,7 @@ def test_agent_card_served(base, card_server, data):
 
 
 def judge_verdict(score=0.5) -> dict:
-    from bat.evaluation.config import JUDGE_DIMENSIONS
+    from bat.evaluation.inputs.config import JUDGE_DIMENSIONS
 
     return {dim: {"reasoning": f"because {dim}", "score": score} for dim in JUDGE_DIMENSIONS}
 
@@ -791,7 +791,7 @@ def judge_replies(draw) -> str:
 def test_judge_replies(reply):
     """Any judge reply: every dimension scored in [0, 1] with a bounded reasoning, or a
     JudgeError whose reason fits an episode file; fast even on a hostile 200 kB reply."""
-    from bat.evaluation.config import JUDGE_DIMENSIONS
+    from bat.evaluation.inputs.config import JUDGE_DIMENSIONS
     from bat.evaluation.judging.parse import MAX_REASONING_CHARS, JudgeError, parse_judgement
 
     what = f"reply: {reply[:500]!r}"
@@ -869,7 +869,7 @@ def test_refused(base, where, how, text, extra):
 def test_judge_server_answers(card_server, data, protocol):
     """What a judge server sends back, around the reply (the chat-completion envelope):
     a reply read as above, or a JudgeError; never another exception."""
-    from bat.evaluation.config import JudgeSpec
+    from bat.evaluation.inputs.config import JudgeSpec
     from bat.evaluation.judging.client import JudgeClient
     from bat.evaluation.judging.parse import JudgeError, parse_judgement
 

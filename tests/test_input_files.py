@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bat.errors import InputError
-from bat.evaluation import dataset as dataset_module
-from bat.evaluation.dataset import check_dataset, load_dataset
-from bat.evaluation.locate import json_lines, line_index
+from bat.evaluation.inputs import dataset as dataset_module
+from bat.evaluation.inputs.dataset import check_dataset, load_dataset
 from bat.input_files import ALIAS_BUDGET, CONFIG_LIMIT, MAX_DEPTH, parse_yaml
+from bat.locate import json_lines, line_index
 
 # Nine levels of nine: 9**9 (387 million) items once expanded, 10 lines of text.
 BOMB = "".join(

@@ -17,7 +17,7 @@ import jsonschema
 import kubernetes_validate
 import yaml
 
-from bat.evaluation.shards import Shard
+from bat.evaluation.inputs.shards import Shard
 from tests.conftest import BAT, REPO, run_bat
 from tests.evalkit import make_project, run_dirs
 

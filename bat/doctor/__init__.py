@@ -2,7 +2,7 @@
 
 Every check is a small function returning :class:`Check` (or a list of them), and each
 calls the same code the commands it speaks for would fail in (``load_config``,
-``check_dataset``, ``pipeline.check_agent_files``, the ``.env`` readers, ``find_uv``, the
+``check_dataset``, ``preflight.check_agent_files``, the ``.env`` readers, ``find_uv``, the
 image settings, the Docker connection, the known-hosts lookup), turning its
 :class:`~bat.errors.BatError` into a failed check with the error's own words. So doctor
 cannot drift into a second, different copy of those rules.
@@ -18,28 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
-from typing import Any
 
-from bat.doctor.check import Check, failed
+from bat.doctor.check import Check, Options, failed
 from bat.errors import BatError
 
 __all__ = ["Check", "Options", "exit_code", "run_doctor"]
-
-
-@dataclass(frozen=True)
-class Options:
-    """What doctor looks at: the folder, eval.yaml, and the image settings of bat build."""
-
-    cwd: Path
-    eval_file: Path = Path("eval/eval.yaml")
-    host: str | None = None  # --host (or images.host): the SSH host of a remote build
-    build: bool = False  # --build: the Docker checks are required, not warnings
-    # bat's configured image keys (``docker.registry``, ``images.context``, ...), as
-    # ``bat build`` reads them from the Invoke configuration.
-    configured: dict[str, Any] = field(default_factory=dict)
 
 
 # A check to run, with the name it is shown under should it crash.

@@ -152,10 +152,10 @@ def exporters_check() -> list[Check]:
 
 
 def _exporters() -> dict[str, str]:
-    """``{name: one line}``: from ``bat.evaluation.export.available_exporters()`` when
+    """``{name: one line}``: from ``bat.evaluation.present.export.available_exporters()`` when
     that module exists, else the entry points of the group ``bat.exporters``."""
     try:
-        from bat.evaluation.export import available_exporters  # type: ignore[attr-defined]
+        from bat.evaluation.present.export import available_exporters  # type: ignore[attr-defined]
     except ImportError:
         from importlib.metadata import entry_points
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
-from typing import TextIO
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
 
-from bat.wording import counted
+from bat.figures import counted
 
 STATUSES = ("ok", "fail", "warn", "skip", "info")
 MARKS = {"ok": "✓", "fail": "✗", "warn": "!", "skip": "–", "info": "·"}
@@ -91,3 +92,16 @@ def _can_print(stream: TextIO, text: str) -> bool:
     except (UnicodeEncodeError, LookupError):
         return False
     return True
+
+
+@dataclass(frozen=True)
+class Options:
+    """What doctor looks at: the folder, eval.yaml, and the image settings of bat build."""
+
+    cwd: Path
+    eval_file: Path = Path("eval/eval.yaml")
+    host: str | None = None  # --host (or images.host): the SSH host of a remote build
+    build: bool = False  # --build: the Docker checks are required, not warnings
+    # bat's configured image keys (``docker.registry``, ``images.context``, ...), as
+    # ``bat build`` reads them from the Invoke configuration.
+    configured: dict[str, Any] = field(default_factory=dict)

@@ -22,7 +22,7 @@ from bat.doctor.net import probe
 from bat.errors import BatError
 
 if TYPE_CHECKING:
-    from bat.doctor import Options
+    from bat.doctor.check import Options
     from bat.images.commandline import Target
 
 ENGINE_TIMEOUT_S = 2.0

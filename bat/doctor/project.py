@@ -21,11 +21,11 @@ from urllib.parse import urlsplit
 from bat.doctor.check import Check, failed, passed, skipped
 from bat.doctor.net import probe
 from bat.errors import BatError, OperationError
-from bat.wording import counted
+from bat.figures import counted
 
 if TYPE_CHECKING:
-    from bat.doctor import Options
-    from bat.evaluation.config import ResolvedConfig
+    from bat.doctor.check import Options
+    from bat.evaluation.inputs.config import ResolvedConfig
 
 EVAL_FIX = "correct eval.yaml where named (bat eval.show prints it resolved; docs/eval-formats.md)"
 
@@ -49,8 +49,8 @@ class Project:
 
     @classmethod
     def read(cls, options: Options) -> Project:
-        from bat.evaluation.agent_settings import read_dotenv
-        from bat.evaluation.config import load_config
+        from bat.dotenv import read_dotenv
+        from bat.evaluation.inputs.config import load_config
         from bat.evaluation.pipeline import remember_secrets
 
         cwd = options.cwd
@@ -108,7 +108,7 @@ class Project:
 
 
 def _looks_like_agent(root: Path) -> bool:
-    from bat.evaluation.agent_settings import _uses_bat_adk
+    from bat.evaluation.inputs.agent_settings import _uses_bat_adk
 
     return any((root / name).exists() for name in ("agent.json", "config.yaml")) or (
         _uses_bat_adk(root)
@@ -142,7 +142,7 @@ def eval_config_check(found: Project) -> Check:
     if resolved is None:
         return skipped(name, f"no {shown} here (bat eval.init writes one)")
     try:
-        from bat.evaluation.pipeline import check_output_dir
+        from bat.evaluation.inputs.preflight import check_output_dir
 
         check_output_dir(resolved.output_dir)
     except BatError as exc:
@@ -157,7 +157,7 @@ def eval_config_check(found: Project) -> Check:
 
 def dataset_check(found: Project) -> Check:
     """The dataset validated by ``check_dataset`` (what ``eval.show`` and ``eval.run`` do)."""
-    from bat.evaluation.dataset import check_dataset
+    from bat.evaluation.inputs.dataset import check_dataset
 
     name = "dataset"
     if found.resolved is None:
@@ -180,7 +180,7 @@ def dataset_check(found: Project) -> Check:
 def agent_card_check(found: Project) -> Check:
     """The agent card file bat-adk serves (config.yaml's ``agent_card``, else agent.json),
     read by the strict reader ``bat build`` uses."""
-    from bat.evaluation.agent_card import read_card_file
+    from bat.scaffold.agent_json import read_card_file
 
     name = "agent.json"
     if not found.is_agent:
@@ -206,7 +206,7 @@ def agent_card_check(found: Project) -> Check:
 def dotenv_check(found: Project) -> Check:
     """The agent's ``.env``, read by both readers bat has: ``set.env``'s (which must be
     able to rewrite it) and the one ``eval.run`` starts the agent with."""
-    from bat.scaffold.dotenv import read_env_text
+    from bat.dotenv import read_env_text
 
     name = ".env"
     path = found.root / ".env"
@@ -227,7 +227,7 @@ def dotenv_check(found: Project) -> Check:
 def agent_config_check(found: Project) -> Check:
     """config.yaml (or ``CONFIG_PATH``) read as bat-adk reads it; with an eval.yaml, the
     very check ``eval.run`` makes before starting the agent (``check_agent_files``)."""
-    from bat.evaluation.agent_settings import AgentSettings
+    from bat.evaluation.inputs.agent_settings import AgentSettings
 
     name = "config.yaml"
     if not (found.is_agent or found.starts_agent):
@@ -237,8 +237,8 @@ def agent_config_check(found: Project) -> Check:
     fix = "correct the agent's config file where named (docs/agent-project.md)"
     try:
         if found.starts_agent and found.resolved is not None:
-            from bat.evaluation.dataset import load_dataset
-            from bat.evaluation.pipeline import check_agent_files
+            from bat.evaluation.inputs.dataset import load_dataset
+            from bat.evaluation.inputs.preflight import check_agent_files
 
             try:
                 dataset = load_dataset(found.resolved.dataset)
@@ -274,7 +274,7 @@ def agent_config_check(found: Project) -> Check:
 def port_check(found: Project) -> Check:
     """The agent's port: free for bat to start the agent there, or answered by an agent
     when bat is to evaluate one already running (``evaluation.agent.start: false``)."""
-    from bat.evaluation.agent_card import card_answers
+    from bat.evaluation.run.agent_card import card_answers
 
     name = "agent port"
     resolved = found.resolved
@@ -315,7 +315,7 @@ def port_check(found: Project) -> Check:
 
 
 def _agent_url(found: Project) -> tuple[str, str]:
-    from bat.evaluation.agent_settings import AgentSettings, agent_address
+    from bat.evaluation.inputs.agent_settings import AgentSettings, agent_address
 
     if found.resolved is not None:
         return found.resolved.agent_url, found.resolved.agent_url_source
@@ -384,7 +384,7 @@ def model_checks(found: Project) -> list[Check]:
 
 def _agent_model(found: Project, env: dict[str, str]) -> tuple[str | None, str | None]:
     """The provider and base URL the agent's own settings give (env over config.yaml)."""
-    from bat.evaluation.agent_settings import AgentSettings
+    from bat.evaluation.inputs.agent_settings import AgentSettings
 
     config: dict[str, Any] = {}
     with contextlib.suppress(BatError):  # the config.yaml check says why
@@ -400,7 +400,8 @@ def _agent_model(found: Project, env: dict[str, str]) -> tuple[str | None, str |
 def judge_checks(found: Project) -> list[Check]:
     """Each judge of a qualitative evaluation: endpoint reachable, key variable set (the
     key lookup is the judge client's own, ``judging.client.api_key``)."""
-    from bat.evaluation.judging.client import api_key, endpoint
+    from bat.evaluation.inputs.config import api_key
+    from bat.evaluation.judging.client import endpoint
 
     resolved = found.resolved
     if resolved is None:
@@ -447,7 +448,7 @@ def judge_checks(found: Project) -> list[Check]:
 
 def _endpoint_check(name: str, url: str | None, where: str) -> Check:
     """A TCP connect to the configured address only (≤ 1 s); no address: not probed."""
-    from bat.evaluation.secrets import display_url
+    from bat.secrets import display_url
 
     if not url:
         return skipped(name, "the provider's own service (not probed)")
@@ -488,7 +489,7 @@ def _key_check(
 
 
 def _url(resolved: ResolvedConfig) -> str:
-    from bat.evaluation.secrets import display_url
+    from bat.secrets import display_url
 
     return display_url(resolved.agent_url) or resolved.agent_url
 

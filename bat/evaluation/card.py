@@ -2,10 +2,11 @@
 
 ``write_card`` records what the run is about to measure (``card.json``, model in
 :mod:`bat.evaluation.log.card`) and snapshots the dataset's bytes into the run folder
-(``tasks.json``); ``note_agent_card`` adds the A2A card the first model's agent served;
-``finish_card`` adds the end time (and the selection run.json holds). A resumed run
-keeps its card: only the end is updated. ``comparable`` says in plain words what makes
-two runs' numbers not comparable.
+(``tasks.json``); ``finish_card`` adds the end time (and the selection run.json holds).
+A resumed run keeps its card: only the end is updated. The log layer
+(:mod:`bat.evaluation.log.card`) adds the A2A card the first model's agent served
+(``note_agent_card``) and says what makes two runs' numbers not comparable
+(``comparable``).
 
 Nothing here fails a run for want of context: no git, a folder that is not a
 repository, an agent without bat-adk, each is recorded as null.
@@ -23,9 +24,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bat import secrets
 from bat.atomic import write_bytes_atomic
 from bat.errors import InputError
-from bat.evaluation import secrets
 from bat.evaluation.log import layout
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.card import (
@@ -125,24 +126,6 @@ def make_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
     )
 
 
-def note_agent_card(run_dir: Path, document: dict[str, Any] | None) -> None:
-    """Record the A2A card an agent served, once (the first model's), with the name and
-    version it gives; a run without a card.json is left alone."""
-    if not isinstance(document, dict):
-        return
-    try:
-        card = read_card(run_dir)
-    except InputError:
-        return  # a card.json edited into nonsense is not worth failing the run for
-    if card is None or card.agent.card is not None:
-        return
-    card.agent.card = document
-    for key in ("name", "version"):
-        if isinstance(document.get(key), str) and document[key]:
-            setattr(card.agent, key, document[key])
-    write_card_file(run_dir, card)
-
-
 def finish_card(run_dir: Path) -> None:
     """The run's end (and its selection) copied from run.json into its card."""
     try:
@@ -188,7 +171,7 @@ def _judge(spec: Any) -> CardJudge:
 
 def _agent_json(root: Path) -> dict[str, Any]:
     """The name and version the project's agent.json gives (none: an empty dict)."""
-    from bat.evaluation.agent_card import read_card_file
+    from bat.scaffold.agent_json import read_card_file
 
     try:
         described = read_card_file(Path(root) / "agent.json")
@@ -281,80 +264,3 @@ def host() -> CardHost:
         machine=platform.machine(),
         cpu_count=os.cpu_count(),
     )
-
-
-# --- comparing two cards --------------------------------------------------------------------
-
-
-def comparable(a: Card, b: Card, note_dirty: bool = True) -> list[str]:
-    """What differs between two runs' cards that makes their numbers not comparable,
-    each in plain words (empty: comparable); with ``note_dirty``, also a run whose agent
-    had uncommitted changes."""
-    found: list[str] = []
-
-    def differs(what: str, left: Any, right: Any) -> None:
-        if left != right:
-            found.append(f"{what}: {_shown(left)} in {a.run_id}, {_shown(right)} in {b.run_id}")
-
-    if a.dataset.sha256 != b.dataset.sha256:
-        found.append(
-            f"the datasets differ (sha256 {a.dataset.sha256[:12]} in {a.run_id}, "
-            f"{b.dataset.sha256[:12]} in {b.run_id})"
-        )
-    differs("the selection of tasks differs", a.selection, b.selection)
-    differs("k differs", a.k, b.k)
-    differs("the models differ", _models(a), _models(b))
-    differs("the judges differ", _judges(a), _judges(b))
-    differs("the timeouts differ", _timeouts(a), _timeouts(b))
-    differs("the bat version differs", a.versions.bat, b.versions.bat)
-    differs("the agent version differs", a.agent.version, b.agent.version)
-    commit_a = a.agent.git.commit[:12] if a.agent.git else None
-    commit_b = b.agent.git.commit[:12] if b.agent.git else None
-    differs("the agent's git commit differs", commit_a, commit_b)
-    for card in (a, b) if note_dirty else ():
-        if card.agent.git is not None and card.agent.git.dirty:
-            found.append(
-                f"the agent of {card.run_id} had uncommitted changes: what ran is not "
-                "what its commit holds"
-            )
-    return found
-
-
-def _models(card: Card) -> list[str]:
-    return [
-        "/".join(str(part) for part in (m.provider, m.model) if part) + _at(m.base_url) or m.label
-        for m in card.models
-    ]
-
-
-def _judges(card: Card) -> list[str]:
-    return (
-        [
-            f"{j.provider}/{j.model}{_at(j.base_url)} (rubric {j.rubric_version}, "
-            f"prompt {j.prompt_sha256[:12]})"
-            for j in card.judges
-        ]
-        if card.qualitative
-        else []
-    )
-
-
-def _timeouts(card: Card) -> str:
-    t = card.timeouts
-    return (
-        f"turn {t.turn_s:g} s, startup {t.agent_startup_s:g} s, shutdown {t.agent_shutdown_s:g} s"
-    )
-
-
-def _at(url: str | None) -> str:
-    return f" at {url}" if url else ""
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return "none"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value) or "none"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
-    return str(value)

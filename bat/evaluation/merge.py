@@ -22,11 +22,11 @@ from pathlib import Path
 
 from bat.atomic import write_bytes_atomic
 from bat.errors import InputError
+from bat.evaluation.inputs.shards import Shard
 from bat.evaluation.log import card as cards
 from bat.evaluation.log import layout
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.run import ModelEntry, RunRecord
-from bat.evaluation.shards import Shard
 
 ENDED = ("completed", "partial", "failed")
 ADDED_UP = ("episodes_run", "restarts", "requests_resent", "span_waits")
@@ -111,7 +111,7 @@ def check(run_dirs: list[Path]) -> list[Part]:
 
 def _same(parts: list[Part]) -> None:
     """Every shard ran the same thing (see the module); else an InputError saying what."""
-    from bat.evaluation.card import comparable
+    from bat.evaluation.log.card import comparable
 
     first = parts[0]
 

@@ -17,41 +17,33 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bat.errors import BatError, InputError, Interrupted, OperationError, UsageError
-from bat.evaluation import secrets
-from bat.evaluation.agent_settings import AgentSettings, read_dotenv
+from bat import secrets
+from bat.dotenv import read_dotenv
+from bat.errors import BatError, Interrupted, OperationError, UsageError
 from bat.evaluation.card import finish_card, write_card
-from bat.evaluation.config import ResolvedConfig
-from bat.evaluation.dataset import Dataset, load_dataset
+from bat.evaluation.inputs.config import ResolvedConfig
+from bat.evaluation.inputs.dataset import Dataset, load_dataset
+from bat.evaluation.inputs.preflight import judge_keys, preflight
+from bat.evaluation.inputs.selection import Selection
+from bat.evaluation.inputs.shards import Shard
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log import store
+from bat.evaluation.log.episode import EpisodeResult, Verdict
 from bat.evaluation.log.gates import GatesFile
 from bat.evaluation.log.run import ModelEntry, RunRecord
 from bat.evaluation.log.summary import Summary, Totals
-from bat.evaluation.metrics import row_of, summarize
-from bat.evaluation.model_run import ModelRecord, agent_log, failed, model_record, run_model
-from bat.evaluation.selection import Selection
-from bat.evaluation.shards import Shard
+from bat.evaluation.run.model_run import ModelRecord, agent_log, failed, model_record, run_model
+from bat.evaluation.stats import row_of, summarize
 from bat.evaluation.verdict import judge_episode
+from bat.figures import counted
 from bat.terminal import safe
-from bat.wording import counted
 
 Say = Callable[[str], None]
-
-
-@dataclass
-class Preflight:
-    """The inputs of a run, checked; ``warnings`` are worth saying but not fatal."""
-
-    dataset: Dataset
-    settings: AgentSettings | None
-    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -60,120 +52,6 @@ class RunReport:
 
     run_dir: Path
     untrusted: list[str] = field(default_factory=list)
-
-
-def preflight(resolved: ResolvedConfig) -> Preflight:
-    """Load the dataset and read the agent's settings; refuse what would waste a run:
-    anything that would fail only after every episode ran (a judge without its key)."""
-    dataset = load_dataset(resolved.dataset)
-    agent = resolved.evaluation.agent
-    settings = None
-    warnings: list[str] = [*resolved.warnings, *dataset_warnings(dataset)]
-    if resolved.evaluation.qualitative:
-        judge_keys(resolved)
-    check_output_dir(resolved.output_dir)
-    if agent.start:
-        settings, agent_warnings = check_agent_files(resolved, dataset)
-        warnings += agent_warnings
-    warnings += extra_spans_warnings(resolved, settings)
-    return Preflight(dataset=dataset, settings=settings, warnings=warnings)
-
-
-def check_agent_files(
-    resolved: ResolvedConfig, dataset: Dataset
-) -> tuple[AgentSettings, list[str]]:
-    """The files of the agent bat will start, checked as ``eval.run`` needs them (its
-    root, its command, its config file and telemetry against what the dataset checks);
-    returns its settings and the warnings worth saying. ``bat doctor`` calls it too."""
-    agent = resolved.evaluation.agent
-    warnings: list[str] = []
-    if not resolved.root.is_dir():
-        raise InputError(f"agent root {resolved.root} is not a directory (evaluation.agent.root)")
-    try:
-        shlex.split(agent.command)
-    except ValueError as exc:
-        raise InputError(f"evaluation.agent.command cannot be parsed: {exc}") from None
-    settings = read_agent_settings(resolved)
-    if settings.missing_config is not None:
-        raise InputError(
-            f"CONFIG_PATH names {settings.missing_config}, which does not exist (the "
-            "agent would start without its configuration)"
-        )
-    problems = settings.problems_for(
-        needs_tool_names=any(t.expected.checks_tools for t in dataset.tasks),
-        needs_tool_args=any(c.args_subset for t in dataset.tasks for c in t.expected.tool_calls),
-    )
-    if problems:
-        raise InputError(
-            "the agent's telemetry settings hide what the dataset checks", details=problems
-        )
-    multi = [t.id for t in dataset.tasks if len(t.turns) > 1]
-    if multi and settings.config_path is not None and not settings.checkpoints:
-        warnings.append(
-            f"{counted(len(multi), 'task')} {_have(multi)} several turns but "
-            f"{settings.config_path} has "
-            "checkpoints off: the agent may forget earlier turns (set checkpoints: true)"
-        )
-    return settings, warnings
-
-
-def read_agent_settings(resolved: ResolvedConfig) -> AgentSettings:
-    """What the files of the agent bat starts say (its config file, its ``.env``), read
-    with the environment it will be started with; a file bat cannot read is an error."""
-    env = {**read_dotenv(resolved.root / ".env"), **os.environ, **resolved.evaluation.agent.env}
-    return AgentSettings.read(resolved.root, env)
-
-
-def check_output_dir(output_dir: Path) -> None:
-    """The run folder can be made under ``output_dir``: no file stands in its way."""
-    for folder in (output_dir, *output_dir.parents):
-        if folder.exists():
-            if not folder.is_dir():
-                raise InputError(
-                    f"evaluation.output_dir {output_dir}: {folder} is a file, not a folder"
-                )
-            return
-
-
-def dataset_warnings(dataset: Dataset) -> list[str]:
-    """Tasks whose pass would prove little: they check nothing but the final status, or
-    nothing at all (``status: null`` and no other expectation)."""
-    weak = [task for task in dataset.tasks if not task.expected.checks_beyond_status]
-    nothing = [task.id for task in weak if task.expected.status is None]
-    status_only = [task.id for task in weak if task.expected.status is not None]
-    warnings = []
-    if status_only:
-        warnings.append(
-            f"{counted(len(status_only), 'task')} {_check(status_only)} nothing but the final "
-            f"status ({_some(status_only)}): an empty or wrong answer passes "
-            f"{_them(status_only)} (add output_must_contain, output_regex or tool_calls)"
-        )
-    if nothing:
-        warnings.append(
-            f"{counted(len(nothing), 'task')} {_check(nothing)} nothing at all "
-            f"({_some(nothing)}: status: null and no other expectation): every answer "
-            f"passes {_them(nothing)}"
-        )
-    return warnings
-
-
-def _some(names: list[str]) -> str:
-    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-
-
-def extra_spans_warnings(resolved: ResolvedConfig, settings: AgentSettings | None) -> list[str]:
-    """``evaluation.extra_spans`` join the agent's own span file: without one, they are
-    not read, and the user should hear why rather than see no tool call."""
-    evaluation = resolved.evaluation
-    if not resolved.extra_spans:
-        return []
-    if evaluation.agent.start and (settings is None or settings.config_path is None):
-        why = "the agent has no config file for bat to send its own spans to"
-    elif not evaluation.agent.start and evaluation.agent.spans_file is None:
-        why = "evaluation.agent.spans_file (the running agent's own span file) is not set"
-    else:
-        return []
-    return [f"evaluation.extra_spans is not read: {why}; they join the agent's own spans"]
 
 
 def warn(text: str) -> None:
@@ -340,7 +218,7 @@ def _conclude(
             details.append(f"{record.label}: {record.reason}")
             details += [f"  | {line}" for line in record.log_tail[-5:]]
         raise OperationError(f"no model could be evaluated (run {run_dir.name})", details=details)
-    from bat.evaluation.gates import trust_problems
+    from bat.evaluation.present.gates import trust_problems
 
     untrusted = trust_problems(run_dir, max_infra_failures)
     return RunReport(run_dir=run_dir, untrusted=untrusted)
@@ -398,19 +276,6 @@ def remember_secrets(resolved: ResolvedConfig, say: Say = print) -> Say:
     env = {**read_dotenv(resolved.root / ".env"), **os.environ}
     secrets.remember(secrets.config_secrets(resolved, env), secrets.config_urls(resolved))
     return lambda text: say(secrets.scrub(text))
-
-
-def judge_keys(resolved: ResolvedConfig) -> dict[str, str]:
-    """The environment the judges read their keys from; every judge's key checked."""
-    from bat.evaluation.judging.client import api_key
-
-    judges = resolved.config.judges
-    if not judges:
-        raise InputError(f"{resolved.file}: evaluation.qualitative is true but no judge: is set")
-    env = {**read_dotenv(resolved.root / ".env"), **os.environ}  # the shell wins over .env
-    for spec in judges:
-        api_key(spec, {**env, **spec.env})
-    return env
 
 
 def judge_stage(resolved: ResolvedConfig, run_dir: Path, *, say: Say = print) -> None:
@@ -520,20 +385,22 @@ def recheck_run(run_dir: Path, dataset: Dataset, *, say: Say = print) -> int:
     from bat.evaluation.log import batcli
 
     tasks = {task.id: task for task in dataset.tasks}
+
+    def verdict_of(episode: EpisodeResult) -> Verdict | None:
+        task = tasks.get(episode.task_id)  # None: a task the dataset no longer has
+        return None if task is None else judge_episode(task.expected, episode)
+
     if not store.layout.is_run_folder(run_dir):
         changed = 0
         for folder in batcli.model_folders(run_dir):
-            changed += batcli.recheck(folder, tasks)
+            changed += batcli.recheck(folder, verdict_of)
         say(f"{counted(changed, 'verdict')} changed")
         return changed
     rewrites = []  # every episode is read and judged before any is written
     for model_dir in rundir.model_dirs(run_dir):
         for path, episode in store.episodes(model_dir):
-            task = tasks.get(episode.task_id)
-            if task is None:
-                continue
-            verdict = judge_episode(task.expected, episode)
-            if verdict != episode.verdict:
+            verdict = verdict_of(episode)
+            if verdict is not None and verdict != episode.verdict:
                 rewrites.append((path, episode, verdict))
     for path, episode, verdict in rewrites:
         store.write_verdict(path, episode, verdict)
@@ -550,7 +417,7 @@ def gate_stage(
 ) -> GatesFile | None:
     """Check the run against eval.yaml's gates and ``extra`` (the command line's): print
     the table, write gates.json; None (nothing written) when there is no gate."""
-    from bat.evaluation import gates
+    from bat.evaluation.present import gates
 
     specs = [*resolved.config.gates, *extra]
     if not specs:
@@ -574,15 +441,3 @@ def gate_stage(
     gates.write(run_dir, result)
     say(secrets.scrub(safe(gates.table(result))))
     return result
-
-
-def _have(items: list) -> str:
-    return "has" if len(items) == 1 else "have"
-
-
-def _check(items: list) -> str:
-    return "checks" if len(items) == 1 else "check"
-
-
-def _them(items: list) -> str:
-    return "it" if len(items) == 1 else "them"

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bat.evaluation.dataset import TaskExpected, ToolCallExpectation
+from bat.evaluation.inputs.dataset import TaskExpected, ToolCallExpectation
+from bat.evaluation.inputs.output_regex import REGEX_TIME_LIMIT_S
 from bat.evaluation.log.episode import Check, EpisodeResult, ToolCall, Verdict
-from bat.evaluation.output_regex import REGEX_TIME_LIMIT_S
 
 
 def judge_episode(expected: TaskExpected, episode: EpisodeResult) -> Verdict:

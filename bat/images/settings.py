@@ -264,14 +264,14 @@ def _repo_name(name: object) -> str | None:
 
 def _read_card(path: Path) -> dict:
     """The agent card, or an empty dict when there is none; a broken one is an error
-    (read strictly, once for bat, by ``bat.evaluation.agent_card``)."""
-    from bat.evaluation.agent_card import read_card_file
+    (read strictly, once for bat, by ``bat.scaffold.agent_json``)."""
+    from bat.scaffold.agent_json import read_card_file
 
     return read_card_file(path)
 
 
 def _read_dotenv(path: Path) -> dict[str, str]:
-    from bat.evaluation.agent_settings import read_dotenv
+    from bat.dotenv import read_dotenv
 
     return read_dotenv(path)
 

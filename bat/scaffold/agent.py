@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bat.atomic import PRIVATE, check_writable
+from bat.dotenv import key_lines, merge_missing, parse_env, read_env_text
 from bat.errors import BatError, InputError, UsageError
 from bat.scaffold import values
 from bat.scaffold.clients import CLIENTS_DIR, EXPORTS, client_files, clients_in, updated_exports
-from bat.scaffold.dotenv import key_lines, merge_missing, parse_env, read_env_text
 from bat.scaffold.names import AgentName, ClientName, parse_client_list
 from bat.scaffold.render import existing_text, render_tree, require_file_slots, write_files
 

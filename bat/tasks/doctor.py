@@ -27,7 +27,7 @@ def doctor(c: Context, json: bool = False, host: str | None = None, build: bool 
     from bat.doctor.check import render, render_json
     from bat.doctor.images import configured_keys
     from bat.errors import OperationError
-    from bat.evaluation.secrets import scrub
+    from bat.secrets import scrub
     from bat.tasks.images import DEFAULTS as IMAGE_DEFAULTS
     from bat.terminal import safe
 
@@ -41,7 +41,7 @@ def doctor(c: Context, json: bool = False, host: str | None = None, build: bool 
     checks = run_doctor(options)
     print(safe(scrub(render_json(checks) if json else render(checks))))
     if exit_code(checks):
-        from bat.wording import counted
+        from bat.figures import counted
 
         failing = [check.name for check in checks if check.status == "fail"]
         raise OperationError(

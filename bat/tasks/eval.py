@@ -21,8 +21,8 @@ from contextlib import contextmanager
 
 from invoke import Collection, Context, task
 
+from bat.figures import counted
 from bat.tasks._options import BatTask, command, setting
-from bat.wording import counted
 
 DEFAULTS = {"file": "eval/eval.yaml", "run_dir": None, "image": None}
 
@@ -30,7 +30,7 @@ DEFAULTS = {"file": "eval/eval.yaml", "run_dir": None, "image": None}
 def _config(c: Context):
     from pathlib import Path
 
-    from bat.evaluation.config import load_config
+    from bat.evaluation.inputs.config import load_config
 
     return load_config(Path(setting(c, None, "eval.file", DEFAULTS["file"])))
 
@@ -102,7 +102,7 @@ def init(c: Context, force: bool = False) -> None:
     """Write eval/eval.yaml (and its schema), an example eval/input/tasks.json, eval/output/."""
     from pathlib import Path
 
-    from bat.evaluation.starter import init_eval
+    from bat.evaluation.inputs.starter import init_eval
 
     for path in init_eval(Path("."), force=force):
         print(f"Wrote {path}{'/' if path.is_dir() else ''}")
@@ -117,7 +117,7 @@ def init(c: Context, force: bool = False) -> None:
 def schema(c: Context, name: str | None = None) -> None:
     """Print the JSON Schema of one of bat's files (without NAME: list them)."""
     from bat.errors import InputError
-    from bat.evaluation.schemas import SCHEMAS, schema_text
+    from bat.evaluation.inputs.schemas import SCHEMAS, schema_text
 
     if not name:
         width = max(map(len, SCHEMAS))
@@ -134,9 +134,9 @@ def show(c: Context, json: bool = False) -> None:
     """Print the fully resolved evaluation configuration (and check the dataset)."""
     import sys
 
-    from bat.evaluation.dataset import check_dataset
-    from bat.evaluation.pipeline import read_agent_settings
-    from bat.evaluation.show import describe, warnings_of
+    from bat.evaluation.inputs.dataset import check_dataset
+    from bat.evaluation.inputs.preflight import read_agent_settings
+    from bat.evaluation.present.show import describe, warnings_of
 
     resolved = _config(c)
     dataset = check_dataset(resolved.dataset)  # once: a large one takes seconds
@@ -201,11 +201,11 @@ def run(
     --resume finishes the run. Exit status 1 when a gate failed, 3 when the numbers are incomplete
     (infrastructure failures over the budget, or a model could not be evaluated).
     """
-    from bat.evaluation.export import parse_target
-    from bat.evaluation.gate_specs import command_line_gates
+    from bat.evaluation.inputs.gate_specs import command_line_gates
+    from bat.evaluation.inputs.selection import Selection
+    from bat.evaluation.inputs.shards import Shard
     from bat.evaluation.pipeline import run_evaluation
-    from bat.evaluation.selection import Selection
-    from bat.evaluation.shards import Shard
+    from bat.evaluation.present.export import parse_target
 
     if isinstance(resume, str) and resume:
         _check_run(resume, "--resume")
@@ -222,15 +222,19 @@ def run(
             image if isinstance(image, str) and image else _built_image(c)
         )
     if dry_run:
-        from bat.evaluation.show import plan
+        from bat.evaluation.pipeline import warn
+        from bat.evaluation.present.show import plan
 
         c.config.eval.dry_run = True
-        print(plan(resolved, selection, [*resolved.config.gates, *cli_gates], sliced))
+        text, warnings = plan(resolved, selection, [*resolved.config.gates, *cli_gates], sliced)
+        for warning in warnings:
+            warn(warning)
+        print(text)
         return
     c.config.eval.gates = [spec.model_dump(mode="json") for spec in cli_gates]
     c.config.eval.exports = [f"{target.name}:{target.path}" for target in exports]
     if view:
-        from bat.evaluation.view.server import serve_beside
+        from bat.evaluation.present.view.server import serve_beside
 
         serve_beside(
             resolved.output_dir,
@@ -301,9 +305,9 @@ def gate(
     Without any gate, nothing is checked and nothing is written.
     """
     from bat.errors import GateFailed, IncompleteRun
-    from bat.evaluation.gate_specs import GateSpec, command_line_gates
-    from bat.evaluation.gates import trust_problems
+    from bat.evaluation.inputs.gate_specs import GateSpec, command_line_gates
     from bat.evaluation.pipeline import gate_stage
+    from bat.evaluation.present.gates import trust_problems
 
     if _dry(c):
         return
@@ -373,7 +377,7 @@ def summarize(c: Context, run: str | None = None) -> None:
 )
 def verdict(c: Context, run: str | None = None) -> None:
     """Re-check every episode of a run against the dataset's current expectations."""
-    from bat.evaluation.dataset import load_dataset
+    from bat.evaluation.inputs.dataset import load_dataset
     from bat.evaluation.pipeline import recheck_run
 
     resolved = _config(c)
@@ -398,7 +402,7 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
     from pathlib import Path
 
     from bat.evaluation.pipeline import warn
-    from bat.evaluation.plot.render import plot_folder
+    from bat.evaluation.present.plot.render import plot_folder
 
     if _dry(c):
         return
@@ -444,8 +448,8 @@ def compare(
     import sys
 
     from bat.errors import GateFailed, UsageError
-    from bat.evaluation.compare import card_warnings, regression, render, resolve_side
-    from bat.evaluation.compare import compare as compare_sides
+    from bat.evaluation.present.compare import card_warnings, regression, render, resolve_side
+    from bat.evaluation.present.compare import compare as compare_sides
 
     _check_run(a, "-a")
     _check_run(b, "-b")
@@ -485,10 +489,10 @@ def merge(c: Context, runs: str, output: str | None = None, gate: list[str] | No
     from pathlib import Path
 
     from bat.errors import UsageError
-    from bat.evaluation.gate_specs import command_line_gates
-    from bat.evaluation.gates import trust_problems
+    from bat.evaluation.inputs.gate_specs import command_line_gates
     from bat.evaluation.log import run as rundir
     from bat.evaluation.merge import merge as merge_runs
+    from bat.evaluation.present.gates import trust_problems
 
     if _dry(c):
         return
@@ -555,7 +559,7 @@ def export(c: Context, run: str | None = None, to: list[str] | None = None) -> N
     $GITHUB_STEP_SUMMARY when that is set. More formats come from plugins (the
     'bat.exporters' entry-point group): see docs/exporters.md.
     """
-    from bat.evaluation.export import export_run, parse_target
+    from bat.evaluation.present.export import export_run, parse_target
 
     if _dry(c):
         return
@@ -595,7 +599,7 @@ def view(
     """
     from pathlib import Path
 
-    from bat.evaluation.view.server import DEFAULT_HOST, DEFAULT_PORT, listen, serve
+    from bat.evaluation.present.view.server import DEFAULT_HOST, DEFAULT_PORT, listen, serve
 
     base = Path(folder) if folder else _output_dir_or_cwd(c)
     chosen = _number(port, "--port", int)
@@ -606,7 +610,7 @@ def view(
 def _stop_view() -> None:
     import sys
 
-    server = sys.modules.get("bat.evaluation.view.server")  # imported only by --view
+    server = sys.modules.get("bat.evaluation.present.view.server")  # imported only by --view
     if server is not None:
         server.stop_beside()
 

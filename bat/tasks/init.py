@@ -46,7 +46,7 @@ def agent(
     request = AgentRequest.build(name, flags=flags, config=config, force=force, tools=tools)
     created = create_agent(request)
     verb = "Updated" if created.existed else "Created"
-    from bat.wording import counted
+    from bat.figures import counted
 
     written = counted(len(created.files), "file")
     print(f"{verb} agent '{request.name.raw}' in {created.target}/ ({written} written):")

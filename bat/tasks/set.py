@@ -30,10 +30,10 @@ def env(
     from pathlib import Path
 
     from bat.atomic import write_text_atomic
+    from bat.dotenv import update_env_file
     from bat.errors import BatError, InputError
     from bat.scaffold import values
     from bat.scaffold.dockerfile import KEYS, planned_dockerfile
-    from bat.scaffold.dotenv import update_env_file
 
     checks = (
         ("--port", "PORT", port, lambda text: str(values.port(text))),

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
-from bat.evaluation.schemas import schema
+from bat.evaluation.inputs.schemas import schema
 from tests.evalkit import make_project, run_dirs
 
 TASKS = [

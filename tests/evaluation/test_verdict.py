@@ -2,7 +2,7 @@
 
 import pytest
 
-from bat.evaluation.dataset import TaskExpected
+from bat.evaluation.inputs.dataset import TaskExpected
 from bat.evaluation.log.episode import (
     AgentCall,
     EpisodeResult,

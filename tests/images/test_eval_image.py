@@ -21,7 +21,7 @@ import docker
 import pytest
 import yaml
 
-from bat.evaluation.agent_container import LABEL
+from bat.evaluation.run.agent_container import LABEL
 from tests.agent_image import agent_context, python_base
 from tests.conftest import BAT, run_bat
 from tests.evalkit import episodes, make_project, run_dirs, summary

@@ -6,8 +6,8 @@ import stat
 
 import pytest
 
+from bat.dotenv import apply_updates, update_env_file
 from bat.errors import InputError, UsageError
-from bat.scaffold.dotenv import apply_updates, update_env_file
 
 ORIGINAL = """# settings
 PORT=9900  # the A2A port
@@ -80,7 +80,7 @@ def test_refuses_without_file_or_values(tmp_path):
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from bat.scaffold.dotenv import check_env_text, merge_missing, parse_env  # noqa: E402
+from bat.dotenv import check_env_text, merge_missing, parse_env  # noqa: E402
 
 
 @pytest.mark.parametrize(

@@ -89,7 +89,7 @@ import string  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from bat.scaffold.dotenv import parse_env  # noqa: E402
+from bat.dotenv import parse_env  # noqa: E402
 from tests.conftest import run_bat  # noqa: E402
 
 

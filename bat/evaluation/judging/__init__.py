@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bat import secrets
 from bat.errors import InputError, OperationError
-from bat.evaluation import secrets
-from bat.evaluation.config import JudgeSpec
-from bat.evaluation.dataset import TaskSpec
+from bat.evaluation.inputs.config import JudgeSpec, api_key
+from bat.evaluation.inputs.dataset import TaskSpec
 from bat.evaluation.judging.cache import JudgeCache, cache_key
-from bat.evaluation.judging.client import JudgeClient, api_key
+from bat.evaluation.judging.client import JudgeClient
 from bat.evaluation.judging.parse import JudgeError, parse_judgement
 from bat.evaluation.judging.rubrics import RUBRIC_VERSION, build_prompt
 from bat.evaluation.judging.scores import NOT_JUDGED_INFRA, Outcome, combine, infra_scores

@@ -21,7 +21,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from bat.evaluation.secrets import write_private
+from bat.atomic import write_private
 
 CACHE_SCHEMA = "bat.judge-cache/1"
 

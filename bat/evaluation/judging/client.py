@@ -20,7 +20,7 @@ the package costs nothing until a judgement is made.
   schedule take no time.
 * The API key is sent in the ``Authorization`` header and nowhere else. Every error
   message built here, and every reply, is scrubbed of it and of the other secrets bat
-  knows (a password in ``base_url``, ``bat.evaluation.secrets``): a server that echoes
+  knows (a password in ``base_url``, ``bat.secrets``): a server that echoes
   the header it got cannot get the key written. Messages name the URL without its
   credentials; requests still go to the real one.
 """
@@ -30,17 +30,16 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
-from bat.errors import InputError
-from bat.evaluation import secrets
+from bat import secrets
 from bat.evaluation.judging.parse import JudgeError, excerpt
 from bat.evaluation.judging.rubrics import JUDGEMENT_SCHEMA
 
 if TYPE_CHECKING:
-    from bat.evaluation.config import JudgeSpec
+    from bat.evaluation.inputs.config import JudgeSpec
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OLLAMA_BASE_URL = "http://127.0.0.1:11434"
@@ -48,26 +47,6 @@ BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
 RETRY_AFTER_MAX_S = 300.0  # a server asking for longer gets this; the run must end someday
 REDACTED = secrets.REDACTED
-
-
-def api_key(spec: JudgeSpec, env: Mapping[str, str]) -> str | None:
-    """The judge's API key from ``env`` (shell over ``.env``, merged by the caller).
-
-    None when the judge needs none (no ``api_key_env``). A variable that is named but
-    missing or empty is an InputError naming the variable, never a value.
-    """
-    name = spec.api_key_env
-    if not name:
-        return None
-    value = env.get(name)
-    if value is None:
-        raise InputError(
-            f"judge {spec.label}: the API key variable {name} (judge.api_key_env) is not set "
-            "in the shell or in the agent's .env"
-        )
-    if not value.strip():
-        raise InputError(f"judge {spec.label}: the API key variable {name} is empty")
-    return value.strip()
 
 
 def endpoint(spec: JudgeSpec) -> tuple[str, str, str]:

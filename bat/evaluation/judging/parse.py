@@ -18,7 +18,7 @@ import math
 import re
 from typing import Any
 
-from bat.evaluation.config import JUDGE_DIMENSIONS
+from bat.evaluation.inputs.config import JUDGE_DIMENSIONS
 
 MAX_REPLY_CHARS = 200_000  # longer replies are read from their end (where the verdict is)
 MAX_REASONING_CHARS = 2000

@@ -38,11 +38,11 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bat.evaluation.config import JUDGE_DIMENSIONS
+from bat.evaluation.inputs.config import JUDGE_DIMENSIONS
 
 if TYPE_CHECKING:
-    from bat.evaluation.config import JudgePrompts
-    from bat.evaluation.dataset import TaskSpec
+    from bat.evaluation.inputs.config import JudgePrompts
+    from bat.evaluation.inputs.dataset import TaskSpec
     from bat.evaluation.log.episode import EpisodeResult
 
 RUBRIC_VERSION = "bat.rubric/1"

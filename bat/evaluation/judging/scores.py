@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bat.evaluation.config import JUDGE_DIMENSIONS
+from bat.evaluation.inputs.config import JUDGE_DIMENSIONS
 from bat.evaluation.judging.parse import Judgement
 
 NOT_JUDGED_INFRA = "not judged: infrastructure failure"

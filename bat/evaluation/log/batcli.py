@@ -4,7 +4,7 @@ Why: users who move to bat from bat-cli 2026.10 already have evaluation runs in 
 format. ``bat eval.plot`` and ``bat eval.compare`` read those runs next to bat's own, so
 nothing has to be run again. This module is the only place that knows bat-cli's format.
 It turns a bat-cli model folder into the shapes the readers already take: metrics rows
-like ours, and a summary and metrics file as :func:`bat.evaluation.metrics.summarize`
+like ours, and a summary and metrics file as :func:`bat.evaluation.stats.summarize`
 computes them. Every figure (pass rate, pass@k, pass^k, latency, tokens) then comes from
 the same code as for a bat run.
 
@@ -30,7 +30,7 @@ event, 0 model and tool calls. The label is the episodes' ``model_name``, else t
 
 Outcomes are read as bat reads its own: a ``failed``, ``rejected`` or ``canceled``
 status is the agent's error (status ``error``, its kind read from the episode's final
-output as :mod:`bat.evaluation.failures` reads a status message), and a pass is
+output as :mod:`bat.evaluation.log.outcome` reads a status message), and a pass is
 *vacuous* when the episode's answer is empty or its verdict checked nothing but the
 status (the reason lists every check, in bat's format). So a bat-cli run and a bat run
 of the same agent count agent errors and vacuous passes alike.
@@ -39,7 +39,7 @@ of the same agent count agent errors and vacuous passes alike.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from math import inf
 from pathlib import Path
@@ -47,8 +47,6 @@ from typing import Any
 
 from bat.atomic import write_text_atomic
 from bat.errors import InputError
-from bat.evaluation.dataset import TaskSpec, normalize_status
-from bat.evaluation.failures import from_state
 from bat.evaluation.log import layout
 from bat.evaluation.log.episode import (
     AgentError,
@@ -58,7 +56,8 @@ from bat.evaluation.log.episode import (
     Usage,
     Verdict,
 )
-from bat.evaluation.log.store import read_json_object
+from bat.evaluation.log.files import read_json_object
+from bat.evaluation.log.outcome import from_state, normalize_status
 from bat.evaluation.log.summary import (
     EpisodeRow,
     Metrics,
@@ -67,8 +66,7 @@ from bat.evaluation.log.summary import (
     RowVerdict,
     Summary,
 )
-from bat.evaluation.metrics import summarize
-from bat.evaluation.verdict import judge_episode
+from bat.evaluation.stats import summarize
 
 METRICS_FILE, SUMMARY_FILE = layout.METRICS_FILE, layout.SUMMARY_FILE
 
@@ -350,8 +348,9 @@ def episodes(
             unreadable.append(exc.message)
 
 
-def recheck(folder: Path, tasks: dict[str, TaskSpec]) -> int:
-    """Re-judge a bat-cli model folder against ``tasks``; returns the verdicts changed.
+def recheck(folder: Path, verdict_of: Callable[[EpisodeResult], Verdict | None]) -> int:
+    """Re-judge a bat-cli model folder with ``verdict_of`` (None: an episode of a task the
+    dataset no longer has, left as it is); returns the verdicts changed.
 
     The files stay in bat-cli's format: each episode's ``verdict`` is rewritten, and so
     are the rows of ``metrics.json`` (``success``, ``verdict``) and the counts of
@@ -367,10 +366,9 @@ def recheck(folder: Path, tasks: dict[str, TaskSpec]) -> int:
     for path in layout.episode_files(folder):
         data = read_json_object(_inside(path, folder))
         episode_ = as_episode(data, path)
-        task = tasks.get(episode_.task_id)
-        if task is None:
+        verdict = verdict_of(episode_)
+        if verdict is None:
             continue
-        verdict = judge_episode(task.expected, episode_)
         new = {"passed": verdict.passed, "reason": verdict.reason}
         verdicts[(episode_.task_id, episode_.attempt)] = new
         if data.get("verdict") != new:

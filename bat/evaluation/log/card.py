@@ -8,7 +8,7 @@ the host. Two runs with the same card are comparable; ``eval.compare`` says in p
 words what differs (:func:`bat.evaluation.card.comparable`).
 
 No secret is written: URLs are shown without their credentials
-(:func:`bat.evaluation.secrets.display_url`), ``env`` values are not recorded, and the
+(:func:`bat.secrets.display_url`), ``env`` values are not recorded, and the
 whole file goes through the scrubber of every secret the command knows of.
 """
 
@@ -20,7 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bat.evaluation import secrets
+from bat import secrets
+from bat.atomic import write_private
+from bat.errors import InputError
 from bat.evaluation.log import layout
 from bat.evaluation.log.run import read_versioned
 
@@ -167,7 +169,102 @@ def write_card_file(run_dir: Path, card: Card) -> Path:
     data = secrets.scrub_data(card.model_dump(mode="json", by_alias=True))
     path = layout.card_file(run_dir)
     try:
-        secrets.write_private(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        write_private(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     return path
+
+
+def note_agent_card(run_dir: Path, document: dict[str, Any] | None) -> None:
+    """Record the A2A card an agent served, once (the first model's), with the name and
+    version it gives; a run without a card.json is left alone."""
+    if not isinstance(document, dict):
+        return
+    try:
+        card = read_card(run_dir)
+    except InputError:
+        return  # a card.json edited into nonsense is not worth failing the run for
+    if card is None or card.agent.card is not None:
+        return
+    card.agent.card = document
+    for key in ("name", "version"):
+        if isinstance(document.get(key), str) and document[key]:
+            setattr(card.agent, key, document[key])
+    write_card_file(run_dir, card)
+
+
+# --- comparing two cards --------------------------------------------------------------------
+
+
+def comparable(a: Card, b: Card, note_dirty: bool = True) -> list[str]:
+    """What differs between two runs' cards that makes their numbers not comparable,
+    each in plain words (empty: comparable); with ``note_dirty``, also a run whose agent
+    had uncommitted changes."""
+    found: list[str] = []
+
+    def differs(what: str, left: Any, right: Any) -> None:
+        if left != right:
+            found.append(f"{what}: {_shown(left)} in {a.run_id}, {_shown(right)} in {b.run_id}")
+
+    if a.dataset.sha256 != b.dataset.sha256:
+        found.append(
+            f"the datasets differ (sha256 {a.dataset.sha256[:12]} in {a.run_id}, "
+            f"{b.dataset.sha256[:12]} in {b.run_id})"
+        )
+    differs("the selection of tasks differs", a.selection, b.selection)
+    differs("k differs", a.k, b.k)
+    differs("the models differ", _models(a), _models(b))
+    differs("the judges differ", _judges(a), _judges(b))
+    differs("the timeouts differ", _timeouts(a), _timeouts(b))
+    differs("the bat version differs", a.versions.bat, b.versions.bat)
+    differs("the agent version differs", a.agent.version, b.agent.version)
+    commit_a = a.agent.git.commit[:12] if a.agent.git else None
+    commit_b = b.agent.git.commit[:12] if b.agent.git else None
+    differs("the agent's git commit differs", commit_a, commit_b)
+    for card in (a, b) if note_dirty else ():
+        if card.agent.git is not None and card.agent.git.dirty:
+            found.append(
+                f"the agent of {card.run_id} had uncommitted changes: what ran is not "
+                "what its commit holds"
+            )
+    return found
+
+
+def _models(card: Card) -> list[str]:
+    return [
+        "/".join(str(part) for part in (m.provider, m.model) if part) + _at(m.base_url) or m.label
+        for m in card.models
+    ]
+
+
+def _judges(card: Card) -> list[str]:
+    return (
+        [
+            f"{j.provider}/{j.model}{_at(j.base_url)} (rubric {j.rubric_version}, "
+            f"prompt {j.prompt_sha256[:12]})"
+            for j in card.judges
+        ]
+        if card.qualitative
+        else []
+    )
+
+
+def _timeouts(card: Card) -> str:
+    t = card.timeouts
+    return (
+        f"turn {t.turn_s:g} s, startup {t.agent_startup_s:g} s, shutdown {t.agent_shutdown_s:g} s"
+    )
+
+
+def _at(url: str | None) -> str:
+    return f" at {url}" if url else ""
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "none"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
+    return str(value)

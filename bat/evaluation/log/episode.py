@@ -22,10 +22,10 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field
 EPISODE_SCHEMA = "bat.episode/2"
 OLDER_EPISODE_SCHEMAS = frozenset({"bat.episode/1"})
 # Why the harness could not observe the agent (the number is not to be trusted).
-# ``template``: a turn's template could not be rendered (bat.evaluation.turns).
+# ``template``: a turn's template could not be rendered (bat.evaluation.inputs.turn_templates).
 InfraKind = Literal["unreachable", "timeout", "crash", "protocol", "not_run", "template"]
 # Why a reachable agent that answered failed: a closed set a CI script can branch on
-# (belt's tokens, extended where A2A says more). ``bat.evaluation.failures`` classifies.
+# (belt's tokens, extended where A2A says more). ``bat.evaluation.log.outcome`` classifies.
 AgentErrorKind = Literal[
     "authentication_failed",
     "rate_limited",
@@ -270,8 +270,8 @@ class EpisodeResult(BaseModel):
 
     def to_json(self) -> str:
         """The file's text, without any secret bat knows of (an agent or a judge may
-        repeat a key it was given: ``bat.evaluation.secrets``)."""
-        from bat.evaluation import secrets
+        repeat a key it was given: ``bat.secrets``)."""
+        from bat import secrets
 
         text = self.model_dump_json(by_alias=True, indent=1)
         scrubber = secrets.known()

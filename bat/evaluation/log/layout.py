@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
+
+from bat.errors import InputError
 
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
@@ -124,3 +127,20 @@ def is_run_folder(folder: Path) -> bool:
 
 def has_summary(folder: Path) -> bool:
     return (folder / SUMMARY_FILE).is_file()
+
+
+def inside(folder: Path, relative: Any, *, file: Path, key: str) -> Path:
+    """``folder / relative``, resolved (symbolic links followed), which must stay inside
+    ``folder``: a path read from a file (``run.json``'s ``models[].dir``) must not lead a
+    command to read or write elsewhere. Anything else is an InputError naming the file
+    and the key."""
+    if not isinstance(relative, str) or not relative or "\0" in relative:
+        raise InputError(f"{file}: {key}: not a folder name: {relative!r}")
+    base = Path(folder).resolve()
+    target = (base / relative).resolve()
+    if Path(relative).is_absolute() or target == base or not target.is_relative_to(base):
+        raise InputError(
+            f"{file}: {key}: {relative!r} leads outside {folder} (a path read from a file "
+            "must stay inside its folder)"
+        )
+    return target

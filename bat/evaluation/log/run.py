@@ -17,8 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bat import secrets
+from bat.atomic import write_private
 from bat.errors import InputError
-from bat.evaluation import secrets
 from bat.evaluation.log import layout
 
 RUN_SCHEMA = "bat.run/1"
@@ -164,7 +165,7 @@ def write_run(run_dir: Path, record: RunRecord) -> None:
     data = secrets.scrub_data(record.model_dump(mode="json", by_alias=True))
     path = run_dir / RUN_FILE
     try:
-        secrets.write_private(path, json.dumps(data, indent=1, default=str) + "\n")
+        write_private(path, json.dumps(data, indent=1, default=str) + "\n")
     except OSError as exc:  # named: the atomic writer fails on its temporary file
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
@@ -245,5 +246,5 @@ def model_dir(run_dir: Path, model: ModelEntry, index: int) -> Path:
     """``run_dir / model.dir`` for run.json's ``models[index]``; a ``dir`` that is
     absolute, climbs out with ``..`` or is a symbolic link out of the run is an
     InputError naming run.json and the key, so no command reads or writes elsewhere."""
-    secrets.inside(run_dir, model.dir, file=run_dir / RUN_FILE, key=f"models[{index}].dir")
+    layout.inside(run_dir, model.dir, file=run_dir / RUN_FILE, key=f"models[{index}].dir")
     return run_dir / model.dir

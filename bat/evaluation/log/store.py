@@ -25,7 +25,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,9 +32,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from bat import secrets
 from bat.atomic import write_text_atomic
 from bat.errors import InputError
-from bat.evaluation import secrets
 from bat.evaluation.log import layout
 from bat.evaluation.log.batch_writer import BatchWriter
 from bat.evaluation.log.episode import (
@@ -45,6 +44,7 @@ from bat.evaluation.log.episode import (
     JudgeScores,
     Verdict,
 )
+from bat.evaluation.log.files import SURROGATE_ESCAPE, read_json_object
 from bat.evaluation.log.summary import (
     METRICS_SCHEMA,
     OLDER_METRICS_SCHEMAS,
@@ -59,38 +59,6 @@ from bat.evaluation.log.summary import (
 )
 
 # --- JSON files ---------------------------------------------------------------------------
-
-
-def read_json_object(path: Path) -> dict[str, Any]:
-    """A JSON file holding an object; any other content is an :class:`InputError`."""
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text)
-    except OSError as exc:
-        raise InputError(f"{path} cannot be read: {exc.strerror or exc}") from None
-    except (ValueError, RecursionError) as exc:
-        raise InputError(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{path} is malformed: expected a JSON object")
-    if _SURROGATE_ESCAPE.search(text):
-        data = without_surrogates(data)
-    return data
-
-
-# JSON may spell half of a UTF-16 pair alone ("\ud800"); Python then holds a string that
-# cannot be written as UTF-8 at all, so no label, table or file could be made of it.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def without_surrogates(value: Any) -> Any:
-    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    if isinstance(value, list):
-        return [without_surrogates(item) for item in value]
-    if isinstance(value, dict):
-        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
-    return value
 
 
 def write_json(path: Path, content: dict[str, Any]) -> Path:
@@ -115,7 +83,7 @@ def read_episode(path: Path) -> EpisodeResult:
     try:
         episode = EpisodeResult.model_validate_json(data)
     except ValueError as exc:
-        if not _SURROGATE_ESCAPE.search(data.decode("utf-8", "replace")):
+        if not SURROGATE_ESCAPE.search(data.decode("utf-8", "replace")):
             raise InputError(f"{path} is not an episode file: {_first_line(exc)}") from None
         # A lone UTF-16 half ("\ud800"), which pydantic's parser refuses: read as U+FFFD.
         try:
@@ -395,7 +363,7 @@ def _run_id(folder: Path, written: str | None) -> str:
 
 def _upgrade(folder: Path, raw: dict[str, Any]) -> tuple[Summary, Metrics]:
     """A ``bat.metrics/1`` file (and its summary) summarized again from its rows."""
-    from bat.evaluation.metrics import summarize
+    from bat.evaluation.stats import summarize
 
     path = layout.metrics_file(folder)
     given = raw.get("per_episode")

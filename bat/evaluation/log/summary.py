@@ -7,7 +7,7 @@ beside them. One unit per quantity: **seconds** for every time bat measures
 (``wall_time_s``), **counts** for tokens. The ``*_ms`` fields exist only because
 bat-cli's files had them, and are derived from the seconds when the file is written.
 
-The numbers are computed in one place, :mod:`bat.evaluation.metrics`; charts, the
+The numbers are computed in one place, :mod:`bat.evaluation.stats`; charts, the
 report and ``eval.compare`` only read them.
 """
 
@@ -153,7 +153,7 @@ class EpisodeRow(_Model):
 
 
 class Distribution(_Model):
-    """A quantity over a model's episodes (see :func:`bat.evaluation.metrics.percentile`)."""
+    """A quantity over a model's episodes (see :func:`bat.evaluation.stats.percentile`)."""
 
     count: int
     total: float | None

@@ -17,10 +17,10 @@ import pytest
 import requests
 
 from bat.errors import InputError
-from bat.evaluation.config import JUDGE_DIMENSIONS, JudgeSpec
-from bat.evaluation.dataset import TaskSpec
+from bat.evaluation.inputs.config import JUDGE_DIMENSIONS, JudgeSpec, api_key
+from bat.evaluation.inputs.dataset import TaskSpec
 from bat.evaluation.judging import CACHE_DIR, NOT_JUDGED_INFRA, RUBRIC_VERSION, judge_run
-from bat.evaluation.judging.client import api_key, backoff_s, endpoint, retry_after_s, scrub
+from bat.evaluation.judging.client import backoff_s, endpoint, retry_after_s, scrub
 from bat.evaluation.log.episode import EpisodeResult, EpisodeTrace, InfraError, ToolCall, TurnRecord
 
 REPO = Path(__file__).resolve().parents[3]

@@ -11,8 +11,8 @@ import math
 
 import pytest
 
-from bat.evaluation.config import JUDGE_DIMENSIONS, JudgePrompts
-from bat.evaluation.dataset import TaskSpec
+from bat.evaluation.inputs.config import JUDGE_DIMENSIONS, JudgePrompts
+from bat.evaluation.inputs.dataset import TaskSpec
 from bat.evaluation.judging.parse import JudgeError, json_objects, parse_judgement
 from bat.evaluation.judging.rubrics import RUBRIC_VERSION, build_prompt, trim_text
 from bat.evaluation.judging.scores import Outcome, combine

@@ -138,7 +138,7 @@ def test_every_file_of_the_run_matches_its_published_schema(ours):
     them, against ``docs/schemas`` (the files ``bat eval.schema`` prints)."""
     import jsonschema
 
-    from bat.evaluation.schemas import schema as schema_for
+    from bat.evaluation.inputs.schemas import schema as schema_for
 
     def check(name: str, path: Path) -> None:
         jsonschema.Draft202012Validator(schema_for(name)).validate(json.loads(path.read_text()))

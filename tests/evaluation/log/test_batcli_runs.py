@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, run_bat
-from tests.evaluation.plot.runkit import TASKS, svg_texts, tags_of, write_run
+from tests.evaluation.present.plot.runkit import TASKS, svg_texts, tags_of, write_run
 
 RUN = REPO / "tests" / "data" / "bat-cli-2026.10" / "run-echo" / "20261201_033105"
 MODEL_DIR = RUN / "benchmark_openai-echo-model"
@@ -89,7 +89,7 @@ def write_our_run(base: Path, run_id: str, model: str, outcomes: dict[str, str])
 
 
 def test_find_runs_reads_the_batcli_run_folder():
-    from bat.evaluation.plot.runs import find_runs
+    from bat.evaluation.present.plot.runs import find_runs
 
     [run] = find_runs(RUN)
     assert run.source == "bat-cli 2026.10"
@@ -104,7 +104,7 @@ def test_find_runs_reads_the_batcli_run_folder():
 
 
 def test_latency_and_tokens_come_from_wall_ms_and_the_nested_tokens():
-    from bat.evaluation.plot.runs import find_runs
+    from bat.evaluation.present.plot.runs import find_runs
 
     [run] = find_runs(RUN)
     rows = metrics_rows()
@@ -132,7 +132,7 @@ def test_latency_and_tokens_come_from_wall_ms_and_the_nested_tokens():
 
 
 def test_pass_hat_curve_is_computed_from_the_episodes():
-    from bat.evaluation.plot.runs import find_runs
+    from bat.evaluation.present.plot.runs import find_runs
 
     tally: dict[str, list[int]] = {}
     for (task_id, _), data in episode_files().items():
@@ -151,7 +151,7 @@ def test_pass_hat_curve_is_computed_from_the_episodes():
 
 
 def test_rows_are_numbered_as_the_episode_files_attempts():
-    from bat.evaluation.plot.runs import find_runs
+    from bat.evaluation.present.plot.runs import find_runs
 
     [run] = find_runs(RUN)
     files = episode_files()
@@ -181,7 +181,7 @@ def test_the_episode_files_convert_to_episode_results():
 def test_exact_wall_times_give_bat_clis_own_totals():
     """No rounding before the statistics: the total is the one bat-cli wrote itself, to
     the 4 decimals of a second that metrics.json keeps (docs/eval-formats.md)."""
-    from bat.evaluation.plot.runs import find_runs
+    from bat.evaluation.present.plot.runs import find_runs
 
     [run] = find_runs(RUN)
     written = json.loads((MODEL_DIR / "metrics.json").read_text())["summary"]["time"]
@@ -245,7 +245,7 @@ def test_vacuous_passes_of_a_batcli_run_are_counted_as_in_ours():
 
 
 def test_without_episode_files_the_label_is_the_model_name_of_summary_json(tmp_path):
-    from bat.evaluation.plot.runs import find_runs
+    from bat.evaluation.present.plot.runs import find_runs
 
     run_dir = copy_run(tmp_path)
     shutil.rmtree(run_dir / MODEL_DIR.name / "episodes")
@@ -257,7 +257,7 @@ def test_without_episode_files_the_label_is_the_model_name_of_summary_json(tmp_p
 def test_a_summary_json_of_bat_is_not_taken_for_bat_clis(tmp_path):
     """bat.summary/2 has bat-cli's ``attempts`` list too; its ``schema`` tells them apart."""
     from bat.evaluation.log import batcli
-    from bat.evaluation.plot.runs import find_runs
+    from bat.evaluation.present.plot.runs import find_runs
 
     model_dir = write_run(tmp_path, "20260101-000000-ours", "openai:m", {"t": "pf"})
     assert not batcli.is_model_folder(model_dir)
@@ -340,7 +340,7 @@ def test_compare_two_batcli_model_folders(tmp_path):
 
 
 def test_compare_a_batcli_run_with_one_of_ours(tmp_path):
-    from bat.evaluation.compare import mcnemar_exact
+    from bat.evaluation.present.compare import mcnemar_exact
 
     copy_run(tmp_path)
     outcomes = {"t00": "ppppp", "t07": "fffff", "t09": "ppppf", "t11": "ppfff"}

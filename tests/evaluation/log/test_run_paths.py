@@ -21,9 +21,9 @@ import yaml
 
 from tests.conftest import run_bat
 from tests.evalkit import make_project, run_dirs
+from tests.evaluation.inputs.test_batcli_inputs import MODEL as BATCLI_MODEL
+from tests.evaluation.inputs.test_batcli_inputs import verdict_project
 from tests.evaluation.log.test_batcli_runs import copy_run
-from tests.evaluation.test_batcli_inputs import MODEL as BATCLI_MODEL
-from tests.evaluation.test_batcli_inputs import verdict_project
 
 TASKS = [
     {"id": "a", "turns": ["hello"], "expected": {"output_must_contain": ["hello"]}},

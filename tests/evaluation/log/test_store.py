@@ -14,9 +14,9 @@ from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import Verdict
 from bat.evaluation.log.summary import dump
-from bat.evaluation.metrics import row_of, summarize
+from bat.evaluation.stats import row_of, summarize
 from tests import logkit
-from tests.evaluation.plot.runkit import write_old_results
+from tests.evaluation.present.plot.runkit import write_old_results
 
 
 def test_an_older_metrics_file_is_summarized_again_from_its_rows(tmp_path):

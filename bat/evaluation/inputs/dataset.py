@@ -1,0 +1,587 @@
+"""The dataset: ``eval/input/tasks.json``, a list of TaskSpec.
+
+A task is an id, the user turns of one conversation, and what success looks like
+(``expected``). Field names follow bat-cli's format (``status``, ``output_must_contain``,
+``tool_calls[{name, args_subset, times}]``, ``expected_outcome``); the other checks are
+ours. Every problem of a file is reported at once, with its location.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictBool,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from bat.errors import InputError
+from bat.evaluation.inputs.output_regex import check_regex
+from bat.evaluation.log.outcome import Status, normalize_status
+from bat.figures import counted
+from bat.locate import dotted, json_lines, line_index, validation_problems
+
+ID_MAX_LENGTH = 200  # characters (code points)
+STEM_MAX_LENGTH = 80  # characters of an id kept in its episode file name
+_ZWJ = "\u200d"  # joins emoji into one picture (👩‍💻): allowed although invisible
+# Unicode categories a task id may not hold, and how a message calls them. Controls
+# (ESC, NUL, ...), invisible format characters (bidi overrides), lone surrogates and
+# non-characters (U+FFFE) crash or mislead the chart renderer and every table.
+_HIDDEN = {
+    "Cc": "a control character",
+    "Cf": "an invisible format character",
+    "Cs": "a lone surrogate",
+    "Co": "a private-use character",
+    "Cn": "a non-character or unassigned code point",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+}
+_HASHED = re.compile(r".*-[0-9a-f]{8}")
+
+
+def hidden_character(char: str) -> str | None:
+    """What kind of unprintable character ``char`` is (``None`` when it is printable).
+
+    One rule for task ids on load and for every label the charts draw, so what a new
+    dataset may hold and what an old run folder is cleaned of are the same thing.
+    """
+    if char == _ZWJ:
+        return None
+    return _HIDDEN.get(unicodedata.category(char))
+
+
+def codepoint(char: str) -> str:
+    return f"U+{ord(char):04X}"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# JSON has real numbers and booleans, so a count written `true`, `2.0` or `"3"` is a
+# mistake to report, not a value to convert (pydantic's lax mode would read it as 1, 2, 3).
+Count = Annotated[int, Strict()]
+# Keys of a turn written as an object, as chat datasets write messages.
+TURN_TEXT_KEYS = ("content", "text", "message")
+
+
+class ToolCallExpectation(_Strict):
+    """A tool the agent must call: by name, with at least these arguments, at least ``times``."""
+
+    name: str = Field(min_length=1)
+    args_subset: dict[str, Any] = Field(default_factory=dict)
+    times: Count = Field(default=1, ge=1)
+
+
+class AgentCallExpectation(_Strict):
+    """Another agent this agent must call, at least ``times`` (bat-cli writes ``agent``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str = Field(min_length=1, validation_alias=AliasChoices("name", "agent"))
+    times: Count = Field(default=1, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_name(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "name" in value and "agent" in value:
+            raise ValueError("name and agent are one key (bat-cli writes agent): give one")
+        return value
+
+
+class TaskExpected(_Strict):
+    """What a successful episode looks like; every check is optional.
+
+    ``status`` defaults to ``completed``; an explicit ``null`` (as bat-cli writes it)
+    means the final status is not checked.
+    """
+
+    status: Status | None = "completed"
+    output_must_contain: list[str] = Field(default_factory=list)
+    output_must_not_contain: list[str] = Field(default_factory=list)
+    output_regex: str | None = None
+    tool_calls: list[ToolCallExpectation] = Field(default_factory=list)
+    tool_call_order: list[str] = Field(default_factory=list)
+    max_model_calls: Count | None = Field(default=None, ge=0)
+    max_tokens: Count | None = Field(default=None, ge=0)
+    no_errors: StrictBool = False
+    agent_calls: list[AgentCallExpectation] = Field(default_factory=list)
+    expected_outcome: str | None = None
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _synonyms(cls, value: Any) -> Any:
+        return normalize_status(value)
+
+    @field_validator("output_regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        """Checked with the engine the verdict uses (``regex``), so a pattern valid in one
+        engine and not the other cannot slip through; bounded in size because ``regex``
+        unrolls counted repeats when it compiles (``(?:a{65535}){65535}`` eats all memory)."""
+        if value is not None:
+            check_regex(value)
+        return value
+
+    @property
+    def checks_tools(self) -> bool:
+        """Whether any check needs the names or arguments of tool calls."""
+        return bool(self.tool_calls or self.tool_call_order)
+
+    @property
+    def checks_beyond_status(self) -> bool:
+        """Whether anything but the final status is checked: a task that checks only the
+        status (or nothing) passes on an empty or wrong answer, which says little."""
+        return bool(
+            self.output_must_contain
+            or self.output_must_not_contain
+            or self.output_regex is not None
+            or self.tool_calls
+            or self.tool_call_order
+            or self.max_model_calls is not None
+            or self.max_tokens is not None
+            or self.no_errors
+            or self.agent_calls
+        )
+
+
+def _turn_text(index: int, turn: dict[str, Any]) -> Any:
+    """The text of turn ``index`` written as an object, or a ValueError saying why not."""
+    keys = [key for key in TURN_TEXT_KEYS if key in turn]
+    unknown = sorted(set(turn) - {*TURN_TEXT_KEYS, "role"}, key=str)
+    if unknown:
+        names = ", ".join(repr(key)[:40] for key in unknown)
+        raise ValueError(f"turn {index}: unknown key(s) {names} (a turn has content and role)")
+    if len(keys) != 1:
+        raise ValueError(f"turn {index}: give its text under exactly one of content, text, message")
+    if turn.get("role", "user") != "user":
+        raise ValueError(
+            f"turn {index}: role {str(turn['role'])[:40]!r}: every turn is a user message "
+            "(the agent's answers are not written in the dataset)"
+        )
+    return turn[keys[0]]
+
+
+class TaskSpec(_Strict):
+    """One task: an id, the user's turns in order, and the expectations."""
+
+    id: str = Field(min_length=1, max_length=200)
+    turns: list[str] = Field(min_length=1)
+    expected: TaskExpected = Field(default_factory=TaskExpected)
+    meta: dict[str, Any] = Field(default_factory=dict)
+    tags: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(default_factory=list)
+
+    @property
+    def all_tags(self) -> list[str]:
+        """The task's tags, and bat-cli's ``meta.category`` read as one more (in order,
+        each once): what ``--tag`` and a gate's ``tag:NAME`` select by."""
+        category = self.meta.get("category")
+        extra = [category] if isinstance(category, str) and category.strip() else []
+        return list(dict.fromkeys([*self.tags, *extra]))
+
+    @field_validator("id")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        """An id names files, table rows and chart labels: printable text only."""
+        # Fast path (most ids, and a million of them in a large dataset): printable ASCII
+        # is space, letters, digits, punctuation and symbols, none of them hidden.
+        hidden = not (value.isascii() and value.isprintable())
+        for index, char in enumerate(value if hidden else ""):
+            kind = hidden_character(char)
+            if kind is not None:
+                raise ValueError(
+                    f"character {index + 1} of the id is {codepoint(char)}, {kind}; "
+                    "a task id is printable text (letters, digits, punctuation, symbols, "
+                    "spaces)"
+                )
+        if value.strip() != value:
+            raise ValueError("a task id may not begin or end with a space")
+        return value
+
+    @field_validator("turns", mode="before")
+    @classmethod
+    def _turn_texts(cls, value: Any, info: ValidationInfo) -> Any:
+        """A turn is a string, or a mapping with ``content`` (or ``text``/``message``) and
+        perhaps ``role: user``. Anything else in it is refused rather than dropped: an
+        ``assistant`` message, or a second text, would silently change the conversation.
+
+        A turn that holds ``{`` may be a template over earlier turns
+        (``bat.evaluation.inputs.turn_templates``): it is checked here, and only such a
+        task pays for it."""
+        if not isinstance(value, list):
+            return value
+        texts = []
+        braces = False
+        for index, turn in enumerate(value):
+            if isinstance(turn, dict):
+                turn = _turn_text(index, turn)
+            braces = braces or (isinstance(turn, str) and "{" in turn)
+            texts.append(turn)
+        if braces:
+            from bat.evaluation.inputs.turn_templates import TemplateProblem, check_turns
+
+            try:
+                check_turns(texts)
+            except TemplateProblem as exc:
+                task_id = info.data.get("id")
+                named = f"task {str(task_id)[:80]!r}, " if isinstance(task_id, str) else ""
+                raise ValueError(f"{named}{exc}") from None
+        return texts
+
+    @functools.cached_property
+    def turn_templates(self) -> tuple[Any, ...] | None:
+        """The compiled template of each turn (``None`` for a plain turn), or ``None`` when
+        every turn is plain: compiled once per task, on first use, from turns the dataset
+        check has passed."""
+        from bat.evaluation.inputs.turn_templates import compile_turns
+
+        return compile_turns(self.turns)
+
+    @property
+    def file_stem(self) -> str:
+        """A file name for this task's episodes that cannot leave the episodes folder.
+
+        A plain id (``[A-Za-z0-9._-]``, no leading dot, at most 80 characters) is its own
+        stem. Any other id is made safe and gets ``-`` and a short hash of the real id,
+        which keeps two ids that sanitize alike apart; a plain id that already ends like
+        that (``a_b-c14cddc0``) is hashed too, so it never takes the stem of another id
+        (``a/b``). Two ids share a stem only if their hashes collide, which
+        :class:`Dataset` refuses.
+        """
+        safe = re.sub(r"[^A-Za-z0-9._-]", "_", self.id).lstrip(".") or "task"
+        plain = safe == self.id and len(safe) <= STEM_MAX_LENGTH
+        if plain and not _HASHED.fullmatch(safe):
+            return safe
+        digest = hashlib.sha256(self.id.encode()).hexdigest()[:8]
+        return f"{safe[:STEM_MAX_LENGTH]}-{digest}"
+
+
+class Dataset(BaseModel):
+    """The tasks of one dataset file and a hash of its bytes (recorded in run.json)."""
+
+    path: Path
+    sha256: str
+    tasks: list[TaskSpec]
+
+    def task(self, task_id: str) -> TaskSpec:
+        return next(task for task in self.tasks if task.id == task_id)
+
+    @model_validator(mode="after")
+    def _one_file_per_task(self) -> Dataset:
+        """No two tasks may write one episode file: one would overwrite the other and the
+        summary would lose a task. ``file_stem`` makes this a hash collision only."""
+        first: dict[str, int] = {}
+        problems = []
+        for index, task in enumerate(self.tasks):
+            earlier = first.setdefault(task.file_stem, index)
+            if earlier != index:
+                problems.append(
+                    f"{self.path}: tasks[{index}].id: {task.id!r} would share the episode "
+                    f"file name {task.file_stem!r} with tasks[{earlier}].id "
+                    f"{self.tasks[earlier].id!r}; change one of the two ids"
+                )
+        if problems:
+            raise InputError(
+                f"{self.path} has {counted(len(problems), 'problem')}", details=problems
+            )
+        return self
+
+
+def load_dataset(path: Path) -> Dataset:
+    """Read and validate a tasks file; every problem is listed in one ``InputError``.
+
+    A dataset may hold a million tasks, so a sound file takes one pass: pydantic
+    validates the list straight from its JSON text (see :func:`_validated`). Only a
+    file with problems is read again task by task, so that each problem is listed with
+    its line.
+    """
+    text, sha256 = _read(path)
+    try:
+        tasks = _validated(text, _task_list())
+    except _RepeatedKey as exc:
+        raise _repeated_key_error(path, text, exc) from None
+    if tasks is not None and len({task.id for task in tasks}) != len(tasks):
+        tasks = None  # duplicate ids: listed below
+    if tasks is None:
+        tasks = _tasks_one_by_one(path, text)
+    if not tasks:
+        raise InputError(f"{path} holds no tasks")
+    _refuse_lone_surrogates(path, text)
+    return Dataset(path=path, sha256=sha256, tasks=tasks)
+
+
+def _read(path: Path) -> tuple[str, str]:
+    """The text of a dataset file and the SHA-256 of its bytes (recorded in run.json)."""
+    from bat.input_files import DATASET_LIMIT, decode, read_bytes
+
+    try:
+        raw = read_bytes(path, limit=DATASET_LIMIT, kind="a JSON dataset")
+    except FileNotFoundError:
+        raise InputError(f"dataset {path} not found (bat eval.init writes an example)") from None
+    return decode(path, raw), hashlib.sha256(raw).hexdigest()
+
+
+# JSON may spell half of a UTF-16 pair ("\ud800"): Python reads it into a string that no
+# file, terminal or episode can be written with, so a run would fail at its first write.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _refuse_lone_surrogates(path: Path, text: str) -> None:
+    """An InputError naming the first string of the valid dataset ``text`` holding a lone
+    surrogate (a well-formed pair is read as the one character it spells, and passes).
+    Called once the tasks are valid, so a task id's own check (with its line) comes
+    first; a file that spells no surrogate at all (nearly every one) is scanned once."""
+    if not _SURROGATE_ESCAPE.search(text):
+        return
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return  # not JSON: the validation says so, with the line
+    stack: list[tuple[tuple, Any]] = [((), data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict):
+            stack += [((*where, str(key)), item) for key, item in value.items()]
+            stack += [(where, key) for key in value]
+        elif isinstance(value, list):
+            stack += [((*where, index), item) for index, item in enumerate(value)]
+        elif isinstance(value, str) and _SURROGATE.search(value):
+            line = line_index(text).get(where)
+            raise InputError(
+                f"{path}: {dotted(where)}{f' (line {line})' if line else ''}: holds half of "
+                f"a UTF-16 surrogate pair (U+{ord(_SURROGATE.search(value)[0]):04X}), which "
+                "is not text"
+            )
+
+
+def _validated(
+    text: str, adapter: TypeAdapter, context: Any = None, chunk: int = 20_000
+) -> list | None:
+    """The items of the JSON list ``text`` validated by ``adapter`` (a list adapter);
+    None when anything is wrong, for the caller to list the problems.
+
+    The list is cut into lists of ``chunk`` items, each validated from its text:
+    pydantic's parse of a whole large file takes 2.5 times its size before a single
+    task is made. Python's cyclic garbage collector is paused meanwhile: a million new
+    objects would otherwise set off collections that scan all of them, again and
+    again (most of the time, measured).
+    """
+    items: list = []
+    try:
+        with _gc_paused():
+            for part in _json_list_chunks(text, chunk):
+                items += adapter.validate_json(part, context=context)
+    except (_NotAList, ValidationError):
+        return None
+    return items
+
+
+@dataclass(frozen=True)
+class DatasetCheck:
+    """What checking a dataset tells without keeping its tasks: their number, the hash
+    of the file, and the tasks that check nothing but the final status (usually few)."""
+
+    path: Path
+    sha256: str
+    count: int
+    weak: list[TaskSpec]
+
+
+def check_dataset(path: Path, *, chunk: int = 20_000) -> DatasetCheck:
+    """Validate a tasks file as :func:`load_dataset` does, keeping no task.
+
+    ``bat eval.show`` only reports on a dataset, and a million validated tasks take
+    over 2 GB as pydantic models. Here a valid task leaves only its episode file stem
+    (and itself if it is weak) in ``notes`` and is let go: memory is the file's text
+    and one chunk. Distinct stems mean distinct ids too, so the checks of
+    :class:`Dataset` hold. Any problem is left to :func:`load_dataset`, which lists
+    every one with its line.
+    """
+    text, sha256 = _read(path)
+    notes: dict[str, list] = {"stems": [], "weak": []}
+    stems = notes["stems"]
+    try:
+        valid = _validated(text, _task_notes(), notes, chunk) is not None
+    except _RepeatedKey as exc:
+        raise _repeated_key_error(path, text, exc) from None
+    if valid and stems and len(set(stems)) == len(stems):
+        _refuse_lone_surrogates(path, text)
+        return DatasetCheck(path=path, sha256=sha256, count=len(stems), weak=notes["weak"])
+    # The full reader lists every problem, or reads what this one leaves to it
+    # (``{"tasks": [...]}``, an empty list).
+    del text, notes, stems
+    dataset = load_dataset(path)
+    weak = [task for task in dataset.tasks if not task.expected.checks_beyond_status]
+    return DatasetCheck(path=path, sha256=dataset.sha256, count=len(dataset.tasks), weak=weak)
+
+
+def _json_list_chunks(text: str, size: int) -> Iterator[str]:
+    """The JSON list ``text`` cut into JSON lists of ``size`` items (the last: fewer).
+
+    The C decoder finds where each item ends (the item it builds is dropped at once:
+    its objects are not even made, only their keys checked, so a key written twice in
+    an object is found on the way, as ``_RepeatedKey``, for the price of nothing more).
+    Raises ``_NotAList`` for anything but one well-formed list; the caller then leaves
+    the file to the full reader, for the message.
+    """
+    decoder = json.JSONDecoder(object_pairs_hook=_keys_once)
+    space = re.compile(r"[ \t\n\r]*")
+    pos = space.match(text).end()
+    if not text.startswith("[", pos):
+        raise _NotAList
+    pos = space.match(text, pos + 1).end()
+    if text.startswith("]", pos):
+        end_of_list = pos + 1  # an empty list
+    else:
+        first, items, count = pos, 0, 0
+        while True:
+            try:
+                end = decoder.raw_decode(text, pos)[1]
+            except _RepeatedKey as exc:
+                raise _RepeatedKey(exc.key, index=count) from None
+            except (ValueError, RecursionError):  # a 5,000-digit number is a ValueError
+                raise _NotAList from None
+            items += 1
+            count += 1
+            pos = space.match(text, end).end()
+            if text.startswith("]", pos):
+                yield f"[{text[first:end]}]"
+                end_of_list = pos + 1
+                break
+            if not text.startswith(",", pos):
+                raise _NotAList
+            pos = space.match(text, pos + 1).end()
+            if items == size:
+                yield f"[{text[first:end]}]"
+                first, items = pos, 0
+    if space.match(text, end_of_list).end() != len(text):
+        raise _NotAList
+
+
+class _NotAList(ValueError):
+    """The text is not one well-formed JSON list."""
+
+
+class _RepeatedKey(ValueError):
+    """A key written twice in one object of task ``index`` (JSON keeps the later one,
+    silently: an expectation written twice would be half lost)."""
+
+    def __init__(self, key: str, index: int | None = None) -> None:
+        super().__init__(key)
+        self.key, self.index = key, index
+
+
+def _keys_once(pairs: list[tuple[str, Any]]) -> None:
+    """The object hook of the chunking decoder: the keys are checked, nothing is made."""
+    if len(pairs) > 1 and len({key for key, _ in pairs}) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+
+
+def _repeated_key_error(path: Path, text: str, exc: _RepeatedKey) -> InputError:
+    where = f"tasks[{exc.index}]"
+    line = json_lines(text, within=[(exc.index,)]).get((exc.index,))
+    where += f" (line {line})" if line else ""
+    return InputError(
+        f"{path}: {where}: the key {exc.key!r} is written twice in one object (JSON would "
+        "keep the later one and lose the other)"
+    )
+
+
+def _noted(task: TaskSpec, info: ValidationInfo) -> None:
+    """What :func:`check_dataset` keeps of a valid task; the task itself is dropped."""
+    info.context["stems"].append(task.file_stem)
+    if not task.expected.checks_beyond_status:
+        info.context["weak"].append(task)
+
+
+@functools.cache
+def _task_notes() -> TypeAdapter:
+    return TypeAdapter(list[Annotated[TaskSpec, AfterValidator(_noted)]])
+
+
+def _tasks_one_by_one(path: Path, text: str) -> list[TaskSpec]:
+    """The tasks of ``text``, or one ``InputError`` listing every problem with its line."""
+    from bat.input_files import parse_json
+
+    data = parse_json(text, path)  # a key written twice is refused, as on the fast path
+    prefix: tuple = ()
+    if isinstance(data, dict) and "tasks" in data:
+        others = sorted(key for key in data if key != "tasks")
+        if others:
+            raise InputError(
+                f'{path}: {{"tasks": [...]}} holds other keys too, which bat does not read: '
+                + ", ".join(repr(key) for key in others[:5])
+            )
+        data, prefix = data["tasks"], ("tasks",)
+    if not isinstance(data, list):
+        raise InputError(f'{path}: expected a JSON list of tasks (or {{"tasks": [...]}})')
+    tasks: list[TaskSpec] = []
+    errors: list[tuple[int, ValidationError]] = []
+    duplicates: list[tuple[int, str]] = []
+    seen: set[str] = set()
+    with _gc_paused():
+        for index, item in enumerate(data):
+            try:
+                task = TaskSpec.model_validate(item)
+            except ValidationError as exc:
+                errors.append((index, exc))
+                continue
+            if task.id in seen:
+                duplicates.append((index, task.id))
+            seen.add(task.id)
+            tasks.append(task)
+    if not errors and not duplicates:
+        return tasks
+    # Lines are mapped now, for the tasks with problems only.
+    bad = [index for index, _ in errors] + [index for index, _ in duplicates]
+    lines = json_lines(text, within=[(*prefix, index) for index in bad])
+    problems: list[str] = []
+    for index, exc in errors:
+        problems += validation_problems(path, text, exc, prefix=(*prefix, index), lines=lines)
+    for index, task_id in duplicates:
+        line = lines.get((*prefix, index, "id"))
+        where = f" (line {line})" if line else ""
+        problems.append(f"{path}: tasks[{index}].id{where}: duplicate task id {task_id!r}")
+    raise InputError(f"{path} has {counted(len(problems), 'problem')}", details=problems)
+
+
+@functools.cache
+def _task_list() -> TypeAdapter[list[TaskSpec]]:
+    return TypeAdapter(list[TaskSpec])
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while many objects are made (they are all kept)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

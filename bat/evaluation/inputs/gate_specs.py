@@ -1,0 +1,222 @@
+"""What a gate asks: ``pass_hat_3 >= 0.8``, parsed once, from eval.yaml or ``--gate``.
+
+A gate is one of three kinds:
+
+* a **threshold** on a figure bat computes (``gate: "pass_rate >= 0.9"``), for each
+  model (the default), one model (``model: LABEL``) or every model pooled
+  (``model: all``), over every task or a subset (``tasks: [tag:smoke, checkout-*]``);
+* **must_pass**: every attempt of each task chosen (ids, globs, ``tag:NAME``) passes;
+* **baseline**: no significant regression against an earlier run (McNemar's exact test,
+  as ``eval.compare`` computes it) and, with ``max_drop``, a pass rate no more than that
+  below the baseline's.
+
+This module only reads and checks what is asked (it is imported by the config reader);
+:mod:`bat.evaluation.present.gates` computes the answers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from bat.evaluation.log.episode import AGENT_ERROR_KINDS
+
+OPERATORS = (">=", "<=", "==", ">", "<")
+LATENCY = {"p50": "median", "median": "median", "p90": "p90", "p99": "p99"}
+LATENCY.update({"p25": "p25", "p75": "p75", "mean": "mean", "max": "max", "min": "min"})
+TOKENS = ("mean", "total", "max")
+# Figures that are rates in [0, 1]: a threshold may be written as a percentage there.
+_EXPRESSION = re.compile(
+    r"\s*(?P<figure>[A-Za-z_][A-Za-z0-9_.@^-]*)\s*(?P<op>>=|<=|==|>|<)\s*"
+    r"(?P<number>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?P<percent>%?)\s*"
+)
+_PASS_K = re.compile(r"pass(?:_at_|@)(?P<k>\d+|k)|pass(?:_hat_|\^)(?P<hat>\d+|k)")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure a gate reads: ``kind`` says how to compute it, ``arg`` which one."""
+
+    kind: str  # pass_rate, pass_at, pass_hat, judge, latency, tokens, infra_rate,
+    #            infra_failures, agent_errors
+    arg: str | None = None  # k ("3" or "k"), a judge dimension, a percentile, an error kind
+    rate: bool = False  # a value in [0, 1]
+
+    @property
+    def name(self) -> str:
+        names = {"pass_at": "pass_at_{}", "pass_hat": "pass_hat_{}", "judge": "judge.{}"}
+        names.update({"latency": "latency.{}", "tokens": "tokens.{}"})
+        if self.kind == "agent_errors" and self.arg:
+            return f"agent_errors.{self.arg}"
+        return names.get(self.kind, self.kind).format(self.arg)
+
+
+def parse_figure(text: str) -> Figure:
+    """The figure a name means; a ValueError lists the names there are."""
+    text = text.strip()
+    if text == "pass_rate":
+        return Figure("pass_rate", rate=True)
+    if text in ("infra_failure_rate", "infra_failures"):
+        return Figure(
+            "infra_rate" if text.endswith("rate") else "infra_failures", rate="rate" in text
+        )
+    match = _PASS_K.fullmatch(text)
+    if match:
+        if match["k"] is not None:
+            return Figure("pass_at", match["k"], rate=True)
+        return Figure("pass_hat", match["hat"], rate=True)
+    head, _, tail = text.partition(".")
+    if head == "judge" and tail:
+        return Figure("judge", tail)
+    if head == "latency" and tail in LATENCY:
+        return Figure("latency", tail)
+    if head == "tokens" and tail in TOKENS:
+        return Figure("tokens", tail)
+    if head == "agent_errors" and (not tail or tail in AGENT_ERROR_KINDS):
+        return Figure("agent_errors", tail or None)
+    if head == "agent_errors":
+        raise ValueError(f"no agent-error kind {tail!r} (kinds: {', '.join(AGENT_ERROR_KINDS)})")
+    raise ValueError(
+        f"no figure named {text[:60]!r} (figures: pass_rate, pass_at_K, pass_hat_K, "
+        "judge.DIMENSION, latency.p50|p90|p99|mean|max, tokens.mean|total|max, "
+        "infra_failure_rate, infra_failures, agent_errors[.KIND])"
+    )
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """``figure op number``: a threshold gate's test."""
+
+    figure: Figure
+    op: str
+    threshold: float
+
+    def holds(self, value: float | None) -> bool:
+        if value is None:
+            return False  # a figure that cannot be computed never passes a gate
+        return {
+            ">=": value >= self.threshold,
+            "<=": value <= self.threshold,
+            "==": value == self.threshold,
+            ">": value > self.threshold,
+            "<": value < self.threshold,
+        }[self.op]
+
+    @property
+    def text(self) -> str:
+        return f"{self.figure.name} {self.op} {self.threshold:g}"
+
+
+def parse_expression(text: str) -> Threshold:
+    """``pass_hat_3>=0.8``, ``pass^3 >= 80%``, ``latency.p90 < 2.5``; ValueError if not."""
+    match = _EXPRESSION.fullmatch(text)
+    if not match:
+        raise ValueError(
+            f"{text[:80]!r} is not a gate: write FIGURE OP NUMBER, e.g. 'pass_rate >= 0.9' "
+            f"(OP: {' '.join(OPERATORS)})"
+        )
+    figure = parse_figure(match["figure"])
+    threshold = float(match["number"])
+    if match["percent"]:
+        if not figure.rate:
+            raise ValueError(f"{figure.name} is not a rate: give its threshold without %")
+        threshold /= 100
+    return Threshold(figure, match["op"], threshold)
+
+
+class GateSpec(BaseModel):
+    """One entry of ``gates:`` in eval.yaml (or one ``--gate``, ``--baseline``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = Field(default=None, min_length=1, max_length=100)
+    gate: str | None = None  # "FIGURE OP NUMBER"
+    must_pass: list[str] | None = None
+    baseline: str | None = Field(default=None, min_length=1)  # a run id or folder
+    max_drop: float | None = Field(default=None, ge=0, le=1)  # with baseline
+    alpha: float = Field(default=0.05, gt=0, lt=1)  # with baseline
+    model: str | None = Field(default=None, min_length=1)  # None: each model; "all": pooled
+    tasks: list[str] | None = None  # ids, globs, tag:NAME; None: every task
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        return {"gate": value} if isinstance(value, str) else value
+
+    @field_validator("gate")
+    @classmethod
+    def _expression(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_expression(value)
+        return value
+
+    @field_validator("must_pass", "tasks")
+    @classmethod
+    def _selectors(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            if not value:
+                raise ValueError("an empty list: name a task, a glob or tag:NAME")
+            for item in value:
+                if not item.strip() or item.strip() == "tag:":
+                    raise ValueError("an empty task selector")
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> GateSpec:
+        kinds = [k for k in ("gate", "must_pass", "baseline") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError(
+                "a gate is one of gate: 'FIGURE OP NUMBER', must_pass: [...] or baseline: RUN"
+                + (f" (this one has {' and '.join(kinds)})" if kinds else "")
+            )
+        if self.baseline is None and self.max_drop is not None:
+            raise ValueError("max_drop goes with baseline: RUN")
+        if self.must_pass is not None and self.tasks is not None:
+            raise ValueError("must_pass names its tasks itself: leave tasks out")
+        return self
+
+    @property
+    def threshold(self) -> Threshold | None:
+        return parse_expression(self.gate) if self.gate is not None else None
+
+    @property
+    def title(self) -> str:
+        """The gate as a user would name it in a table."""
+        if self.name:
+            return self.name
+        if self.gate is not None:
+            return self.threshold.text  # type: ignore[union-attr]
+        if self.must_pass is not None:
+            return "must_pass " + ", ".join(self.must_pass)
+        drop = f", drop <= {self.max_drop:g}" if self.max_drop is not None else ""
+        return f"baseline {self.baseline}{drop}"
+
+
+def command_line_gates(
+    gates: list[str], baseline: str | None = None, max_drop: float | None = None
+) -> list[GateSpec]:
+    """The gates of ``--gate``, ``--baseline`` and ``--max-drop``; a bad one is a
+    UsageError naming the flag."""
+    from pydantic import ValidationError
+
+    from bat.errors import UsageError
+
+    specs = []
+    for text in gates:
+        try:
+            specs.append(GateSpec(gate=text))
+        except ValidationError as exc:
+            message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+            raise UsageError(f"--gate {text[:80]!r}: {message}") from None
+    if max_drop is not None and not baseline:
+        raise UsageError("--max-drop needs --baseline RUN")
+    if baseline:
+        if max_drop is not None and not 0 <= max_drop <= 1:
+            raise UsageError(
+                f"--max-drop {max_drop:g}: give a fraction from 0 to 1 (0.05 = 5 points)"
+            )
+        specs.append(GateSpec(baseline=baseline, max_drop=max_drop))
+    return specs

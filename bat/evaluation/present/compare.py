@@ -1,0 +1,236 @@
+"""``bat eval.compare A B``: two runs (or two models of one run) side by side.
+
+Each side is a folder holding ``summary.json`` — a model folder of a run — named by
+its path, by a run (directory or id) with a single model, or ``RUN:MODEL`` to pick one
+model of a run. A run folder without ``run.json`` (bat-cli 2026.10's) is one whose
+sub-folders hold ``summary.json``; bat-cli's files are read by :mod:`bat.evaluation.log.batcli`.
+Per task: the pass rate on each side and the change; a task *flipped* when its majority
+outcome (pass rate ≥ 0.5) changed. Significance is McNemar's exact test on those paired
+task outcomes: of the tasks that flipped, are there more in one direction than chance
+would give? (two-sided binomial test, p = 1 when nothing flipped).
+"""
+
+from __future__ import annotations
+
+from math import comb
+from pathlib import Path
+from typing import Any
+
+from bat.errors import InputError
+from bat.evaluation.log import layout, store
+from bat.evaluation.log import run as rundir
+from bat.evaluation.log.summary import Summary, TaskSummary
+from bat.figures import counted
+from bat.terminal import safe
+
+
+def resolve_side(reference: str, output_dir: Path) -> Path:
+    """The model folder (holding summary.json) that ``reference`` names."""
+    run_ref, _, model = reference.partition(":")
+    direct = Path(reference)
+    if layout.has_summary(direct):
+        return direct
+    try:
+        run_dir = rundir.find_run(output_dir, run_ref)
+        dirs = store.summarized_models(run_dir)
+    except InputError:
+        run_dir = _run_without_run_file(run_ref, output_dir)
+        if run_dir is None:
+            raise
+        dirs = store.summarized_models(run_dir)
+        for folder in dirs:  # read only what is inside the run folder named
+            if not folder.resolve().is_relative_to(run_dir.resolve()):
+                raise InputError(f"{folder} leads outside {run_dir} (a link out)") from None
+    if model:
+        chosen = [d for d in dirs if d.name == model] or [
+            d for d in dirs if _label(run_dir, d) == model
+        ]
+        if not chosen:
+            names = ", ".join(d.name for d in dirs) or "none"
+            raise InputError(
+                f"run {run_dir.name} has no summarized model {model!r} (it has: {names})"
+            )
+        return chosen[0]
+    if not dirs:
+        raise InputError(
+            f"run {run_dir.name} has no summarized model "
+            f"(bat eval.summarize --run {run_dir.name} writes them)"
+        )
+    if len(dirs) != 1:
+        names = ", ".join(d.name for d in dirs)
+        raise InputError(
+            f"run {run_dir.name} has several models ({names}): name one as {run_ref}:MODEL"
+        )
+    return dirs[0]
+
+
+def _label(run_dir: Path, folder: Path) -> str | None:
+    """The label a model folder is shown under (``openai:gpt-4.1``, bat-cli's
+    ``openai:echo-model``), so ``RUN:LABEL`` names it as well as ``RUN:FOLDER``."""
+    from bat.evaluation.log import batcli
+
+    if layout.is_run_folder(run_dir):
+        entries = rundir.read_run(run_dir).models
+        return next((e.label for e in entries if (run_dir / e.dir) == folder), None)
+    if batcli.is_model_folder(folder):
+        return batcli.load(folder).model
+    return None
+
+
+def _run_without_run_file(run_ref: str, output_dir: Path) -> Path | None:
+    """A run folder with no run.json (as bat-cli 2026.10 writes them) whose sub-folders
+    hold summary.json, named by its path or its name under ``output_dir``; else None."""
+    for folder in dict.fromkeys([Path(run_ref), output_dir / run_ref] if run_ref else []):
+        if (
+            folder.is_dir()
+            and not layout.is_run_folder(folder)
+            and any(layout.has_summary(d) for d in folder.iterdir())
+        ):
+            return folder
+    return None
+
+
+def compare(a: Path, b: Path) -> dict[str, Any]:
+    """The comparison of two model folders, as plain data (what ``--json`` prints)."""
+    left, right = _summary(a), _summary(b)
+    rates_a = {t.task_id: t for t in left.attempts}
+    rates_b = {t.task_id: t for t in right.attempts}
+    order = [t.task_id for t in left.attempts] + [
+        t.task_id for t in right.attempts if t.task_id not in rates_a
+    ]
+    rows, regressions, improvements = [], [], []
+    for task_id in order:
+        rate_a, rate_b = _rate(rates_a.get(task_id)), _rate(rates_b.get(task_id))
+        row = {"task_id": task_id, "a": rate_a, "b": rate_b, "change": None, "flip": None}
+        if rate_a is not None and rate_b is not None:
+            row["change"] = round(rate_b - rate_a, 4)
+            if rate_a >= 0.5 > rate_b:
+                row["flip"] = "regressed"
+                regressions.append(task_id)
+            elif rate_b >= 0.5 > rate_a:
+                row["flip"] = "improved"
+                improvements.append(task_id)
+        rows.append(row)
+    paired = [r for r in rows if r["change"] is not None]
+    return {
+        "a": _side(a, left),
+        "b": _side(b, right),
+        "tasks": rows,
+        "paired_tasks": len(paired),
+        "mean_change": round(sum(r["change"] for r in paired) / len(paired), 4) if paired else None,
+        "regressed": regressions,
+        "improved": improvements,
+        "mcnemar_p": mcnemar_exact(len(regressions), len(improvements)),
+    }
+
+
+def card_warnings(a: Path, b: Path) -> list[str]:
+    """What differs between the benchmark cards of the runs of two model folders, in
+    plain words (see :func:`bat.evaluation.log.card.comparable`); nothing when both are of
+    one run, or a side has no card (an older run, bat-cli's folders)."""
+    from bat.evaluation.log.card import comparable, read_card
+
+    run_a, run_b = Path(a).parent, Path(b).parent
+    if not (layout.is_run_folder(run_a) and layout.is_run_folder(run_b)):
+        return []
+    if run_a.resolve() == run_b.resolve():
+        return []
+    try:
+        card_a, card_b = read_card(run_a), read_card(run_b)
+    except InputError as exc:
+        return [f"{exc.message}: the runs' cards are not compared"]
+    if card_a is None or card_b is None:
+        return []
+    return [safe(line) for line in comparable(card_a, card_b)]
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value for b flips one way and c the other."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, i) for i in range(min(b, c) + 1)) / 2**n
+    return round(min(1.0, 2 * tail), 6)
+
+
+def render(result: dict[str, Any]) -> str:
+    """The comparison as a table for the terminal (labels and ids read from run folders
+    are printed with their control characters escaped)."""
+    return safe(_table(result))
+
+
+def _table(result: dict[str, Any]) -> str:
+    a, b = result["a"], result["b"]
+    lines = [
+        f"A  {a['model']} ({a['run_id']}): {a['success_percentage']:g}% of episodes passed",
+        f"B  {b['model']} ({b['run_id']}): {b['success_percentage']:g}% of episodes passed",
+        "",
+        f"{'task':<40} {'A':>6} {'B':>6} {'change':>7}",
+    ]
+    for row in result["tasks"]:
+        mark = {"regressed": "  ✗ regressed", "improved": "  ✓ improved"}.get(row["flip"] or "", "")
+        lines.append(
+            f"{row['task_id'][:40]:<40} {_pct(row['a']):>6} {_pct(row['b']):>6} "
+            f"{_signed(row['change']):>7}{mark}"
+        )
+    lines += [
+        "",
+        f"{result['paired_tasks']} tasks on both sides; "
+        f"mean change {_signed(result['mean_change'])}; "
+        f"{len(result['regressed'])} regressed, {len(result['improved'])} improved; "
+        f"McNemar exact p = {result['mcnemar_p']:.4g}",
+    ]
+    return "\n".join(lines)
+
+
+def _summary(folder: Path) -> Summary:
+    """The model folder's summary, whichever bat or bat-cli wrote it."""
+    results = store.read_results(folder)
+    summary = results.summary
+    summary.run_id = results.run_id
+    return summary
+
+
+def _side(folder: Path, summary: Summary) -> dict[str, Any]:
+    return {
+        "folder": str(folder),
+        "model": summary.model,
+        "run_id": summary.run_id,
+        "success_percentage": summary.totals.success_percentage,
+    }
+
+
+def _rate(task: TaskSummary | None) -> float | None:
+    return None if task is None else task.pass_rate
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:+.0f}%"
+
+
+def regression(
+    result: dict[str, Any], *, alpha: float = 0.05, max_drop: float | None = None
+) -> tuple[float, bool, str]:
+    """Did side B regress from side A? ``(drop, regressed, why)``: the drop of the pass
+    rate (A − B, a fraction), and whether it is a regression — McNemar's p under
+    ``alpha`` with more tasks regressed than improved, or a drop over ``max_drop``."""
+    drop = round((result["a"]["success_percentage"] - result["b"]["success_percentage"]) / 100, 4)
+    regressed, improved, p = result["regressed"], result["improved"], result["mcnemar_p"]
+    significant = p < alpha and len(regressed) > len(improved)
+    too_far = max_drop is not None and drop > max_drop
+    why = (
+        f"pass rate {100 * -drop:+.1f} points; {counted(len(regressed), 'task')} regressed, "
+        f"{len(improved)} improved; McNemar p = {p:.4g}"
+    )
+    if significant:
+        why += f" < {alpha:g}: a significant regression"
+    if too_far:
+        why += f"; the drop is over {max_drop:g}"
+    if regressed:
+        shown = ", ".join(regressed[:5]) + (" ..." if len(regressed) > 5 else "")
+        why += f" (regressed: {shown})"
+    return drop, significant or too_far, why

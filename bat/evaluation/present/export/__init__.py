@@ -1,0 +1,279 @@
+"""Exports of a run for other tools: JUnit XML, CSV, Markdown, JSON, and any plugin's.
+
+``bat eval.export --to junit:report.xml --to markdown:summary.md`` writes one file per
+``--to NAME:PATH``. Every exporter, the built-in ones included, is found through the
+entry-point group ``bat.exporters`` (:data:`GROUP`), as the Python ecosystem finds its
+plugins: a distribution declares ``[project.entry-points."bat.exporters"] myfmt =
+"mypkg:export"``, and ``--to myfmt:out.txt`` calls it. Discovery is lazy: nothing here
+runs for ``bat --help``, and a plugin's module is imported only when it is used (or
+listed with its description by :func:`available_exporters`).
+
+An exporter is a callable ``exporter(run, path)``: ``run`` is the :class:`RunData` of the
+run folder (read once, by bat's own readers, for every target of the command), ``path``
+the file to write. It writes that one file, atomically (:func:`write_text` does). An
+entry point may name a class instead; it is instantiated without arguments. Optional
+attributes: ``description`` (one line; else the docstring's first line) and
+``github_step_summary = True`` (the file is Markdown for a CI job's summary: it is also
+appended to ``$GITHUB_STEP_SUMMARY`` when that variable is set).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from bat.errors import BatError, InputError, OperationError
+from bat.evaluation.present.export.data import ModelData, RunData, load_run
+
+__all__ = [
+    "GROUP",
+    "ExporterInfo",
+    "ModelData",
+    "RunData",
+    "Target",
+    "available_exporters",
+    "export_run",
+    "load_exporter",
+    "load_run",
+    "parse_target",
+    "write_text",
+]
+
+GROUP = "bat.exporters"
+DISTRIBUTION = "bat-cli"
+
+# The built-in exporters, as pyproject.toml declares them in the entry-point group. Used
+# only when the installed metadata lacks one (a checkout run without reinstalling), so a
+# stale install never loses the built-in formats.
+BUILTIN = {
+    "junit": "bat.evaluation.present.export.junit:JUnitExporter",
+    "csv": "bat.evaluation.present.export.csv_rows:CsvExporter",
+    "markdown": "bat.evaluation.present.export.markdown:MarkdownExporter",
+    "json": "bat.evaluation.present.export.json_doc:JsonExporter",
+}
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+STEP_SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
+
+
+class Target(NamedTuple):
+    """One ``--to NAME:PATH``."""
+
+    name: str
+    path: Path
+
+
+class ExporterInfo(NamedTuple):
+    """What ``bat doctor`` shows of one exporter (see :func:`available_exporters`)."""
+
+    distribution: str  # the distribution that declares it (``bat-cli`` for the built-ins)
+    version: str | None
+    description: str  # one line; "cannot be loaded: ..." when its module fails
+    value: str  # the entry point's ``module:attribute``
+    error: str | None = None  # why it cannot be loaded, or None
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str
+    value: str
+    distribution: str
+    version: str | None
+    point: Any = None  # the importlib.metadata EntryPoint, or None for a built-in fallback
+
+    def load(self) -> Any:
+        if self.point is not None:
+            return self.point.load()
+        from importlib import import_module
+
+        module, _, attribute = self.value.partition(":")
+        found: Any = import_module(module)
+        for part in attribute.split("."):
+            found = getattr(found, part)
+        return found
+
+
+def parse_target(spec: str) -> Target:
+    """``NAME:PATH`` as a :class:`Target`; anything else is an InputError naming it."""
+    name, sep, path = str(spec).partition(":")
+    if not sep or not _NAME.match(name) or not path.strip():
+        raise InputError(
+            f"--to {str(spec)[:200]!r} is not NAME:PATH (for example junit:report.xml; "
+            "exporters: " + ", ".join(sorted(_entries())) + ")"
+        )
+    return Target(name, Path(path))
+
+
+def _entries() -> dict[str, _Entry]:
+    """Every exporter by name: the entry-point group, then any built-in it lacks.
+
+    A built-in name wins over a plugin's of the same name (a plugin cannot silently
+    change what ``--to junit:`` writes); between plugins, the first distribution in name
+    order wins.
+    """
+    from importlib.metadata import entry_points
+
+    found: dict[str, _Entry] = {}
+    plugins: list[_Entry] = []
+    for point in entry_points(group=GROUP):
+        dist = getattr(point, "dist", None)
+        dist_name = dist.metadata["Name"] if dist is not None else "unknown"
+        entry = _Entry(point.name, point.value, dist_name, getattr(dist, "version", None), point)
+        if _canonical(dist_name) == _canonical(DISTRIBUTION) and point.name in BUILTIN:
+            found.setdefault(point.name, entry)
+        else:
+            plugins.append(entry)
+    for name, value in BUILTIN.items():
+        found.setdefault(name, _Entry(name, value, DISTRIBUTION, _own_version()))
+    for entry in sorted(plugins, key=lambda e: (_canonical(e.distribution), e.name)):
+        found.setdefault(entry.name, entry)
+    return found
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _own_version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return None
+
+
+def load_exporter(name: str) -> Callable[[RunData, Path], Any]:
+    """The exporter called ``name``; an unknown name is an InputError listing the known
+    ones, a plugin that cannot be loaded an OperationError naming it and its package."""
+    entries = _entries()
+    entry = entries.get(name)
+    if entry is None:
+        raise InputError(
+            f"no exporter named {name[:60]!r} (exporters: {', '.join(sorted(entries))}; "
+            f"a plugin adds one through the {GROUP!r} entry-point group)"
+        )
+    return _instantiate(entry)
+
+
+def _instantiate(entry: _Entry) -> Callable[[RunData, Path], Any]:
+    try:
+        loaded = entry.load()
+        exporter = loaded() if isinstance(loaded, type) else loaded
+    except Exception as exc:
+        raise OperationError(
+            f"exporter {entry.name!r} ({entry.value}, from {entry.distribution}) cannot be "
+            f"loaded: {_first_line(exc)}"
+        ) from None
+    if not callable(exporter):
+        raise OperationError(
+            f"exporter {entry.name!r} ({entry.value}, from {entry.distribution}) is not "
+            "callable: an exporter is called as exporter(run, path)"
+        )
+    return exporter
+
+
+def available_exporters() -> dict[str, ExporterInfo]:
+    """Every exporter bat can use, by name, in name order: its distribution and version,
+    a one-line description, and the error when it cannot be loaded (``bat doctor``)."""
+    found = {}
+    for name, entry in sorted(_entries().items()):
+        try:
+            exporter = _instantiate(entry)
+        except OperationError as exc:
+            error = exc.message
+            found[name] = ExporterInfo(
+                entry.distribution, entry.version, f"cannot be loaded: {error}", entry.value, error
+            )
+            continue
+        found[name] = ExporterInfo(
+            entry.distribution, entry.version, describe(exporter), entry.value
+        )
+    return found
+
+
+def describe(exporter: Any) -> str:
+    """An exporter's one-line description: its ``description``, else its docstring's
+    first line (a class instance's docstring is its class's)."""
+    text = getattr(exporter, "description", None) or getattr(exporter, "__doc__", None) or ""
+    lines = [line.strip() for line in str(text).strip().splitlines()]
+    return lines[0] if lines else ""
+
+
+def export_run(
+    run_dir: Path,
+    targets: Iterable[str | Target],
+    *,
+    say: Callable[[str], Any] = print,
+) -> list[Path]:
+    """Write every target's export of the run at ``run_dir``; the paths written.
+
+    Every target is parsed and every exporter loaded before the run is read or a file
+    written, so a typo in the last ``--to`` writes nothing. The run is read once. ``say``
+    hears ``Wrote PATH`` per file (and the step-summary line).
+    """
+    parsed = [t if isinstance(t, Target) else parse_target(t) for t in targets]
+    if not parsed:
+        raise InputError(
+            "nothing to export: give --to NAME:PATH (exporters: "
+            + ", ".join(sorted(_entries()))
+            + ")"
+        )
+    exporters = [(target, load_exporter(target.name)) for target in parsed]
+    run = load_run(Path(run_dir))
+    written: list[Path] = []
+    for target, exporter in exporters:
+        path = target.path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path.parent)) from None
+        try:
+            exporter(run, path)
+        except (BatError, OSError):
+            raise
+        except Exception as exc:
+            raise OperationError(
+                f"exporter {target.name!r} failed writing {path}: {_first_line(exc)}"
+            ) from None
+        written.append(path)
+        say(f"Wrote {path}")
+        if getattr(exporter, "github_step_summary", False):
+            summary = append_step_summary(path)
+            if summary is not None:
+                say(f"Appended {path} to ${STEP_SUMMARY_VARIABLE} ({summary})")
+    return written
+
+
+def append_step_summary(path: Path) -> Path | None:
+    """Append the Markdown file at ``path`` to ``$GITHUB_STEP_SUMMARY`` when it is set
+    (GitHub Actions shows that file on the job's page; other steps append to it too, so it
+    is appended to, never replaced). Returns the summary file, or None."""
+    where = os.environ.get(STEP_SUMMARY_VARIABLE, "").strip()
+    if not where:
+        return None
+    summary = Path(where)
+    text = path.read_text(encoding="utf-8")
+    try:
+        with summary.open("a", encoding="utf-8") as handle:
+            handle.write(text if text.endswith("\n") else text + "\n")
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(summary)) from None
+    return summary
+
+
+def write_text(path: Path, text: str) -> Path:
+    """Write an export atomically (a reader never sees half of it); for plugins too."""
+    from bat.atomic import write_text_atomic
+
+    write_text_atomic(Path(path), text)
+    return Path(path)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__

@@ -1,0 +1,97 @@
+"""CSV: one row per episode, for spreadsheets and scripts (``--to csv:PATH``).
+
+Columns: ``run_id, model, task_id, attempt, status, passed, agent_error, infra_failure,
+wall_time_s, time_to_first_event_s, prompt_tokens, completion_tokens, total_tokens``,
+then ``judge.<dimension>`` for every judge dimension of the run (empty when an episode
+was not scored), then ``reason`` (why it did not pass; empty when it passed).
+
+Safe to open in a spreadsheet: a text cell starting with ``=``, ``+``, ``-``, ``@``, a
+tab or a carriage return (which a spreadsheet would run as a formula) is prefixed with
+``'``. Written in UTF-8 with the ``csv`` module's quoting (``excel`` dialect).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from bat.evaluation.present.export.data import RunData
+
+COLUMNS = (
+    "run_id",
+    "model",
+    "task_id",
+    "attempt",
+    "status",
+    "passed",
+    "agent_error",
+    "infra_failure",
+    "wall_time_s",
+    "time_to_first_event_s",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe_cell(value: object) -> str:
+    """A cell's text, with ``'`` before one a spreadsheet would read as a formula."""
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+class CsvExporter:
+    """CSV: one row per episode (status, verdict, errors, time, tokens, judge scores)."""
+
+    def __call__(self, run: RunData, path: Path) -> None:
+        from bat.evaluation.present.export import write_text
+
+        write_text(path, render(run))
+
+
+def header(run: RunData) -> list[str]:
+    return [*COLUMNS, *(f"judge.{name}" for name in dimensions(run)), "reason"]
+
+
+def dimensions(run: RunData) -> list[str]:
+    """Every judge dimension of the run, in the order first seen."""
+    found: dict[str, None] = {}
+    for model in run.models:
+        for name in model.summary.totals.judge or {}:
+            found.setdefault(name, None)
+        for row in model.rows:
+            for name in row.scores or {}:
+                found.setdefault(name, None)
+    return list(found)
+
+
+def render(run: RunData) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(header(run))
+    judged = dimensions(run)
+    for model in run.models:
+        for row in model.rows:
+            tokens = row.tokens
+            scores = row.scores or {}
+            cells = [
+                run.run_id,
+                model.label,
+                row.task_id,
+                row.attempt,
+                row.status,
+                "true" if row.passed and not row.infra_error else "false",
+                row.agent_error or "",
+                row.infra_error or "",
+                row.wall_time_s,
+                "" if row.time_to_first_event_s is None else row.time_to_first_event_s,
+                tokens.prompt_tokens,
+                tokens.completion_tokens,
+                tokens.total_tokens,
+                *(scores.get(name) for name in judged),
+                model.reason(row),
+            ]
+            writer.writerow([safe_cell(cell) for cell in cells])
+    return buffer.getvalue()

@@ -1,0 +1,131 @@
+"""Markdown: the summary a pull request or a CI job page shows (``--to markdown:PATH``).
+
+A headline (run id and status), the gates when the run folder has ``gates.json``, one
+table row per model (passed/attempts, pass rate with its 95 % interval, pass@k, pass^k,
+infrastructure failures, agent errors), and the failed tasks with the first reason.
+Table cells are escaped: ``|`` and ``<`` cannot break the table or open HTML, and
+newlines are folded. When ``$GITHUB_STEP_SUMMARY`` is set (a GitHub Actions step), the
+file is also appended to it (:func:`bat.evaluation.present.export.append_step_summary`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bat.evaluation.present.export.data import RunData
+from bat.figures import counted
+
+CELL_LIMIT = 200  # characters of a reason in a table cell
+
+
+def cell(value: object, limit: int = CELL_LIMIT) -> str:
+    """A table cell: one line, ``|`` escaped, no HTML, at most ``limit`` characters."""
+    text = " ".join(("" if value is None else str(value)).split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+
+
+def percent(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f} %"
+
+
+class MarkdownExporter:
+    """Markdown: the run's summary for a pull request (also to $GITHUB_STEP_SUMMARY)."""
+
+    github_step_summary = True
+
+    def __call__(self, run: RunData, path: Path) -> None:
+        from bat.evaluation.present.export import write_text
+
+        write_text(path, render(run))
+
+
+def render(run: RunData) -> str:
+    status = run.record.status if run.record else "bat-cli run"
+    lines = [f"## bat eval: {cell(run.run_id)} ({cell(status)})", ""]
+    if run.gates is not None:
+        lines += _gates(run.gates)
+    lines += [
+        "| Model | Passed | Pass rate (95 % CI) | pass@k | pass^k | Infra failures "
+        "| Agent errors |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for model in run.models:
+        totals = model.summary.totals
+        interval = ""
+        if totals.success_ci95:
+            low, high = totals.success_ci95
+            interval = f" ({100 * low:.1f}–{100 * high:.1f} %)"
+        errors = ", ".join(f"{kind} {n}" for kind, n in totals.agent_errors.items() if n)
+        lines.append(
+            f"| {cell(model.label)} | {totals.passed}/{totals.attempts} "
+            f"| {totals.success_percentage:.1f} %{interval} | {percent(totals.pass_at_k)} "
+            f"| {percent(totals.pass_hat_k)} | {totals.infra_failures} "
+            f"| {totals.agent_errors_total}{f' ({cell(errors)})' if errors else ''} |"
+        )
+    for entry in run.unevaluated:
+        reason = entry.reason or f"status {entry.status}"
+        lines.append(f"| {cell(entry.label)} | – | not evaluated: {cell(reason)} | | | | |")
+    k = run.k
+    lines += ["", f"k = {k} attempts per task; pass@k and pass^k at k = {k}.", ""]
+    failed = _failed_tasks(run)
+    if failed:
+        lines += [
+            "### Failed tasks",
+            "",
+            "| Model | Task | Passed | First reason |",
+            "| --- | --- | ---: | --- |",
+            *failed,
+            "",
+        ]
+    else:
+        lines += ["Every task passed every attempt." if run.models else "", ""]
+    if run.unreadable:
+        lines += [f"{counted(len(run.unreadable), 'episode file')} could not be read.", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _gates(gates: dict[str, Any]) -> list[str]:
+    held = gates.get("passed")
+    headline = "✓ every gate held" if held else "✗ a gate failed" if held is False else "gates"
+    lines = [f"### Gates: {headline}", "", "| | Gate | Model | Value | Threshold | Why it failed |"]
+    lines.append("| :---: | --- | --- | ---: | --- | --- |")
+    for gate in gates.get("gates") or []:
+        if not isinstance(gate, dict):
+            continue
+        mark = "✓" if gate.get("passed") else "✗"
+        if gate.get("threshold") is None:
+            threshold = "no regression"
+        else:
+            threshold = f"{gate.get('op') or ''} {_number(gate.get('threshold'))}".strip()
+        why = "" if gate.get("passed") else gate.get("detail") or ""
+        lines.append(
+            f"| {mark} | {cell(gate.get('name'))} | {cell(gate.get('model') or '')} "
+            f"| {cell(_number(gate.get('value')))} | {cell(threshold)} | {cell(why)} |"
+        )
+    return [*lines, ""]
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "–" if value is None else str(value)
+
+
+def _failed_tasks(run: RunData) -> list[str]:
+    """A row per task of a model that did not pass every attempt."""
+    lines = []
+    for model in run.models:
+        for task in model.tasks:
+            if task.passed == task.attempts:
+                continue
+            rows = model.task_rows(task.task_id)
+            first = next((row for row in rows if model.reason(row)), None)
+            reason = f"attempt {first.attempt}: {model.reason(first)}" if first else ""
+            lines.append(
+                f"| {cell(model.label)} | {cell(task.task_id)} | {task.passed}/{task.attempts} "
+                f"| {cell(reason)} |"
+            )
+    return lines

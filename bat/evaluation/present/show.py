@@ -1,0 +1,178 @@
+"""``bat eval.show``: the resolved configuration, as text for people or JSON for scripts.
+
+The dataset is checked (every task validated) but its tasks are not kept: a report on
+a million-task dataset must not need the memory a run of it does.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bat.evaluation.inputs.config import ResolvedConfig
+from bat.evaluation.inputs.dataset import Dataset, DatasetCheck, check_dataset
+from bat.figures import counted
+from bat.secrets import display_url
+
+
+def warnings_of(
+    resolved: ResolvedConfig, dataset: DatasetCheck | None = None, settings=None
+) -> list[str]:
+    """What is worth knowing before a run: bat-cli keys without a meaning here, tasks
+    whose pass would prove little, span files that will not be read. Pass the
+    ``dataset`` when it is checked already: a large one takes seconds to read; and the
+    agent's ``settings`` when bat starts it (read with ``read_agent_settings``)."""
+    from bat.evaluation.inputs.preflight import dataset_warnings, extra_spans_warnings
+
+    dataset = check_dataset(resolved.dataset) if dataset is None else dataset
+    # The warnings are about the weak tasks only, so those stand for the dataset.
+    weak = Dataset.model_construct(path=dataset.path, sha256=dataset.sha256, tasks=dataset.weak)
+    spans = extra_spans_warnings(resolved, settings)
+    if resolved.evaluation.agent.start and settings is None:
+        spans = []  # the agent's files were not read: nothing known either way
+    return [*resolved.warnings, *dataset_warnings(weak), *spans]
+
+
+def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None) -> dict[str, Any]:
+    """Everything a run would use, with defaults filled in and paths made concrete; URLs
+    without their credentials and ``env`` maps by name only (this is printed)."""
+    evaluation = resolved.evaluation
+    agent = evaluation.agent
+    dataset = check_dataset(resolved.dataset) if dataset is None else dataset
+    return {
+        "file": str(resolved.file),
+        "dataset": {
+            "path": str(resolved.dataset),
+            "tasks": dataset.count,
+            "sha256": dataset.sha256,
+        },
+        "output_dir": str(resolved.output_dir),
+        "run_name": evaluation.run_name,
+        "k": evaluation.k,
+        "episodes_per_model": dataset.count * evaluation.k,
+        "concurrency": evaluation.concurrency,
+        "timeouts_s": {
+            "agent_startup": evaluation.agent_startup_timeout_s,
+            "agent_shutdown": evaluation.agent_shutdown_timeout_s,
+            "turn": evaluation.turn_timeout_s,
+        },
+        "agent": {
+            "url": display_url(resolved.agent_url),
+            "url_from": resolved.agent_url_source,
+            "started_by_bat": agent.start,
+            "command": agent.command if agent.start else None,
+            "root": str(resolved.root),
+            "env": sorted(agent.env),
+            "spans_file": str(agent.spans_file) if agent.spans_file else None,
+            "extra_spans": [str(path) for path in resolved.extra_spans],
+            "max_restarts": agent.max_restarts,
+            "image": agent.image,
+            "replicas": agent.replicas,
+        },
+        "models": [
+            {
+                "label": resolved.model_label(m),
+                "folder": resolved.model_dir(m),
+                "provider": m.provider,
+                "model": m.model,
+                "base_url": display_url(m.base_url),
+                "script": m.script,
+                "env": sorted(m.env),
+            }
+            for m in resolved.config.models
+        ]
+        or [{"label": "agent-default", "note": "the agent's own MODEL settings"}],
+        "qualitative": evaluation.qualitative,
+        "judges": [
+            {
+                **judge.model_dump(mode="json"),
+                "base_url": display_url(judge.base_url),
+                "env": sorted(judge.env),
+            }
+            for judge in resolved.config.judges
+        ],
+    }
+
+
+def describe(
+    resolved: ResolvedConfig, *, as_json: bool = False, dataset: DatasetCheck | None = None
+) -> str:
+    view = resolved_view(resolved, dataset)
+    if as_json:
+        return json.dumps(view, indent=2)
+    agent, timeouts = view["agent"], view["timeouts_s"]
+    start = (
+        f"started by bat: {agent['command']} (in {agent['root']})"
+        if agent["started_by_bat"]
+        else "already running (bat starts and stops nothing)"
+    )
+    if agent["image"]:
+        several = f", {agent['replicas']} replicas" if agent["replicas"] > 1 else ""
+        start = f"started by bat from image {agent['image']}{several} (Docker engine)"
+    lines = [
+        f"configuration  {view['file']}",
+        f"dataset        {view['dataset']['path']} ({view['dataset']['tasks']} tasks)",
+        f"output         {view['output_dir']}"
+        + (f" (run name {view['run_name']})" if view["run_name"] else ""),
+        f"attempts       k = {view['k']} ({view['episodes_per_model']} episodes per model), "
+        f"concurrency {view['concurrency']}",
+        f"timeouts       start-up {timeouts['agent_startup']:g} s, "
+        f"shutdown {timeouts['agent_shutdown']:g} s, turn {timeouts['turn']:g} s",
+        f"agent          {agent['url']} (from {agent['url_from']}), {start}",
+    ]
+    if agent["env"]:
+        lines.append(f"agent env      {', '.join(agent['env'])}")
+    lines.append("models")
+    for model in view["models"]:
+        extra = f" in {model['folder']}/" if model.get("folder") else ""
+        extra += f" at {model['base_url']}" if model.get("base_url") else ""
+        extra += f", scripted by bat from {model['script']}" if model.get("script") else ""
+        extra += f" (env: {', '.join(model['env'])})" if model.get("env") else ""
+        lines.append(
+            f"  - {model['label']}{extra}" if "note" not in model else f"  - {model['note']}"
+        )
+    judges = ", ".join(f"{j['provider']}:{j['model']}" for j in view["judges"]) or "(none set)"
+    state = judges if view["qualitative"] else f"off (qualitative: false; judge: {judges})"
+    lines.append(f"judge          {state}")
+    return "\n".join(lines)
+
+
+def plan(
+    resolved: ResolvedConfig, selection: Any, gates: list[Any], shard: Any = None
+) -> tuple[str, list[str]]:
+    """``eval.run --dry-run``: every input checked as ``eval.run`` checks it (the dataset,
+    the agent's files, the judges' keys), then what would run — nothing is started and
+    nothing is written. Returns the plan and the warnings worth saying."""
+    from bat.evaluation.inputs.preflight import preflight
+
+    checked = preflight(resolved)
+    total = len(checked.dataset.tasks)
+    chosen = selection.apply(checked.dataset)
+    count = len(chosen.tasks)
+    summary = DatasetCheck(path=chosen.path, sha256=chosen.sha256, count=count, weak=[])
+    models = len(resolved.models)
+    episodes = models * count * resolved.evaluation.k
+    lines = [describe(resolved, dataset=summary)]
+    if not selection.empty:
+        shown = ", ".join(task.id for task in chosen.tasks[:10])
+        more = f" and {count - 10} more" if count > 10 else ""
+        lines.append(
+            f"tasks          {count} of {total} chosen by {selection.flags()}: {shown}{more}"
+        )
+    lines.append("gates          " + ("; ".join(g.title for g in gates) if gates else "(none)"))
+    lines.append(
+        f"plan           {counted(models, 'model')} × {counted(count, 'task')} × k = "
+        f"{resolved.evaluation.k} = {counted(episodes, 'episode')}"
+    )
+    if shard is not None:
+        k = resolved.evaluation.k
+        mine = sum(
+            shard.keeps(m, attempt, t, count, k)
+            for m in range(models)
+            for attempt in range(1, k + 1)
+            for t in range(count)
+        )
+        those = counted(episodes, "episode")
+        lines.append(f"shard          slice {shard}: {mine} of those {those}")
+    lines.append("dry run: nothing was started or written")
+    return "\n".join(lines), checked.warnings
