@@ -11,6 +11,8 @@ evaluation ran but its numbers are incomplete (``IncompleteRun``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class BatError(Exception):
     """A failure to report to the user as one line; ``exit_code`` says which kind."""
@@ -71,24 +73,28 @@ class Interrupted(BatError):
     exit_code = 130
 
 
-def error_line(message: str) -> str:
-    """The one line a user sees for a failure: ``bat: error: ...``, whitespace folded, and
-    free of every secret bat knows of (a URL's password, a judge's key: see
-    ``bat.secrets``), whichever part of bat worded the message."""
-    return f"bat: error: {_printable(message)}"
+Scrub = Callable[[str], str]
 
 
-def error_text(error: BatError) -> str:
+def error_line(message: str, scrub: Scrub | None = None) -> str:
+    """The one line a user sees for a failure: ``bat: error: ...``, whitespace folded,
+    control characters escaped, and free of every secret ``scrub`` knows of (a URL's
+    password, a judge's key: the command line's run context holds them, see
+    ``bat.evaluation.context``), whichever part of bat worded the message."""
+    return f"bat: error: {_printable(message, scrub)}"
+
+
+def error_text(error: BatError, scrub: Scrub | None = None) -> str:
     """The headline line, then one indented line per detail (if any)."""
-    lines = [error_line(error.message)]
-    lines += [f"  - {_printable(detail)}" for detail in error.details]
+    lines = [error_line(error.message, scrub)]
+    lines += [f"  - {_printable(detail, scrub)}" for detail in error.details]
     return "\n".join(lines)
 
 
-def _printable(text: str) -> str:
+def _printable(text: str, scrub: Scrub | None) -> str:
     """``text`` scrubbed of secrets, folded onto one line, control characters escaped:
     messages quote user input, and an ESC from a file must not drive the terminal."""
-    from bat.secrets import scrub
     from bat.terminal import safe
 
-    return safe(" ".join(scrub(str(text)).split()))
+    text = str(text) if scrub is None else scrub(str(text))
+    return safe(" ".join(text.split()))

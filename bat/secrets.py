@@ -138,6 +138,10 @@ class Scrubber:
     def __bool__(self) -> bool:
         return bool(self.secrets or self.urls)
 
+    def adding(self, secrets: Iterable[str | None] = (), urls: Iterable[str | None] = ()):
+        """A scrubber of this one's secrets and URLs and of ``secrets`` and ``urls`` too."""
+        return Scrubber([*self.secrets, *secrets], [*(url for url, _ in self.urls), *urls])
+
     def text(self, text: str) -> str:
         for url, shown in self.urls:
             if url in text:
@@ -166,40 +170,6 @@ class Scrubber:
         if isinstance(value, list | tuple):
             return [self.data(item) for item in value]
         return value
-
-
-# The secrets known to this process (a bat command evaluates one configuration).
-_known: set[str] = set()
-_urls: set[str] = set()
-
-
-_scrubber: Scrubber | None = None  # of _known and _urls as they are (None: to be made)
-
-
-def remember(values: Iterable[str | None], urls: Iterable[str | None] = ()) -> None:
-    """Add ``values`` (and ``urls`` with credentials) to what every later :func:`scrub`
-    and :func:`scrub_data` hide."""
-    global _scrubber
-    _known.update(v for v in values if v and len(v) >= MIN_SECRET_CHARS)
-    _urls.update(url for url in urls if url and display_url(url) != url)
-    _scrubber = None
-
-
-def known() -> Scrubber:
-    """A scrubber of every secret remembered so far (made once per change: the report
-    scrubs each of its strings, hundreds of thousands for a big run)."""
-    global _scrubber
-    if _scrubber is None:
-        _scrubber = Scrubber(_known, _urls)
-    return _scrubber
-
-
-def scrub(text: str) -> str:
-    return known().text(text)
-
-
-def scrub_data(value: Any) -> Any:
-    return known().data(value)
 
 
 def config_secrets(resolved: Any, env: Mapping[str, str] | None = None) -> list[str]:

@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bat.secrets import Scrubber
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -84,6 +86,7 @@ async def run_episodes(agent: AgentProcess, work, out: Path, concurrency: int) -
         concurrency=concurrency,
         turn_timeout_s=60,
         on_done=lambda outcome: passed.append(outcome.passed),
+        scrubber=Scrubber(),
     )
     started = time.perf_counter()
     await runner.run(work)  # the connection (card read) is opened inside, as in eval.run

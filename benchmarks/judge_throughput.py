@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bat.secrets import Scrubber
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -92,7 +94,7 @@ def write_episodes(folder: Path, count: int) -> dict[str, TaskSpec]:
             started_at="2024-01-01T00:00:00Z",
             ended_at="2024-01-01T00:00:01Z",
         )
-        (episodes / f"{task.id}__try1.json").write_text(episode.to_json())
+        (episodes / f"{task.id}__try1.json").write_text(episode.to_json(Scrubber()))
     return tasks
 
 
@@ -119,10 +121,10 @@ def main() -> int:
             shutil.copytree(template, run)
             requests.post(f"{url}/control", json={"reset_stats": True}, timeout=5)
             started = time.perf_counter()
-            first = judge_run(run, [spec], tasks, env={}, say=lambda _: None)
+            first = judge_run(run, [spec], tasks, env={}, say=lambda _: None, scrubber=Scrubber())
             fresh.append(time.perf_counter() - started)
             started = time.perf_counter()
-            again = judge_run(run, [spec], tasks, env={}, say=lambda _: None)
+            again = judge_run(run, [spec], tasks, env={}, say=lambda _: None, scrubber=Scrubber())
             cached.append(time.perf_counter() - started)
             served = requests.get(f"{url}/stats", timeout=5).json()["requests"]
             if (first.errors, first.requests_made, again.requests_made, again.cached) != (

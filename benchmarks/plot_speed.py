@@ -34,6 +34,7 @@ from bat.evaluation.log.episode import (
     Verdict,
 )
 from bat.evaluation.stats import row_of, summarize
+from bat.secrets import Scrubber
 
 TARGET_S = 5.0
 DIMENSIONS = (
@@ -73,7 +74,7 @@ def make_runs(base: Path, runs: int, tasks: int, k: int) -> int:
                 k=k,
             )
         record.models.append(entry)
-        rundir.write_run(run_dir, record)
+        rundir.write_run(run_dir, record, scrubber=Scrubber())
         judged = r % 2 == 0
         skill = 0.4 + 0.5 * rng.random()
         rows = []
@@ -131,11 +132,11 @@ def make_runs(base: Path, runs: int, tasks: int, k: int) -> int:
                     started_at="2026-01-01T12:00:00.000Z",
                     ended_at="2026-01-01T12:00:01.000Z",
                 )
-                store.write_episode(model_dir, task_id, episode)
+                store.write_episode(model_dir, task_id, episode, scrubber=Scrubber())
                 rows.append(row_of(episode))
                 written += 1
         summary, metrics = summarize(rows, k=k, model=model, task_order=task_ids, run_id=run_id)
-        store.write_results(model_dir, summary, metrics)
+        store.write_results(model_dir, summary, metrics, scrubber=Scrubber())
     return written
 
 

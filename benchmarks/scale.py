@@ -41,6 +41,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from bat.secrets import Scrubber
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -181,6 +183,7 @@ def engine(agent: AgentProcess, out: Path, episodes: int, concurrency: int) -> t
         concurrency=concurrency,
         turn_timeout_s=60,
         on_done=lambda outcome: passed.append(outcome.passed),
+        scrubber=Scrubber(),
     )
     cpu, started = time.process_time(), time.perf_counter()
     asyncio.run(runner.run(work))

@@ -18,6 +18,10 @@ from bat.evaluation.log.episode import (
     Verdict,
 )
 from bat.evaluation.stats import row_of, summarize
+from bat.secrets import Scrubber
+
+# What the files of a test's run are written with when the test knows no secret.
+NO_SECRETS = Scrubber()
 
 
 def episode(
@@ -89,12 +93,12 @@ def write_model(
     """A model folder: its episode files, summary.json and metrics.json."""
     folder.mkdir(parents=True, exist_ok=True)
     for item in episodes:
-        store.write_episode(folder, item.task_id, item)
+        store.write_episode(folder, item.task_id, item, scrubber=NO_SECRETS)
     rows = [row_of(item) for item in episodes]
     order = list(dict.fromkeys(item.task_id for item in episodes))
     most = max((sum(e.task_id == t for e in episodes) for t in order), default=1)
     summary, metrics = summarize(
         rows, k=k or most, model=model, task_order=order, run_id=run_id or folder.parent.name
     )
-    store.write_results(folder, summary, metrics)
+    store.write_results(folder, summary, metrics, scrubber=NO_SECRETS)
     return folder

@@ -22,6 +22,7 @@ from invoke.exceptions import Exit, ParseError, UnexpectedExit
 
 from bat.cli.config import BatConfig
 from bat.errors import BatError, UsageError, error_line, error_text
+from bat.tasks._chain import scrub_of
 
 # Ctrl-C outside a stage that says more: bat writes every file atomically, so each file
 # is either as it was or whole.
@@ -100,7 +101,7 @@ class BatProgram(Program):
                 print(exc, file=sys.stderr, end="")
             return exc.result.exited or 1
         except BatError as exc:
-            print(error_text(exc), file=sys.stderr)
+            print(error_text(exc, scrub_of(self.config)), file=sys.stderr)
             return exc.exit_code
         except KeyboardInterrupt:
             return report(INTERRUPTED, 130)

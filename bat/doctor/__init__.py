@@ -52,7 +52,7 @@ def run_doctor(options: Options) -> list[Check]:
         *images.plan(options),
         ("exporters", basics.exporters_check),
     ]
-    return _run_all(planned)
+    return [check.scrubbed(found.scrubber.text) for check in _run_all(planned)]
 
 
 def _run_all(planned: Iterable[Planned]) -> list[Check]:

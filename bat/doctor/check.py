@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -29,6 +30,10 @@ class Check:
     detail: str
     fix: str = ""
     required: bool = True
+
+    def scrubbed(self, scrub: Callable[[str], str]) -> Check:
+        """This check with ``scrub`` applied to what it says (no key is ever printed)."""
+        return replace(self, detail=scrub(self.detail), fix=scrub(self.fix))
 
     @property
     def ok(self) -> bool:

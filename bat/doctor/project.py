@@ -22,6 +22,7 @@ from bat.doctor.check import Check, failed, passed, skipped
 from bat.doctor.net import probe
 from bat.errors import BatError, OperationError
 from bat.figures import counted
+from bat.secrets import Scrubber, config_secrets, config_urls
 
 if TYPE_CHECKING:
     from bat.doctor.check import Options
@@ -46,12 +47,12 @@ class Project:
     is_agent: bool = False
     dotenv: dict[str, str] = field(default_factory=dict)
     dotenv_error: BatError | None = None
+    scrubber: Scrubber = field(default_factory=Scrubber)  # the evaluation's secrets
 
     @classmethod
     def read(cls, options: Options) -> Project:
         from bat.dotenv import read_dotenv
         from bat.evaluation.inputs.config import load_config
-        from bat.evaluation.pipeline import remember_secrets
 
         cwd = options.cwd
         eval_file = options.eval_file
@@ -71,9 +72,9 @@ class Project:
             found.dotenv = read_dotenv(found.root / ".env")
         except BatError as exc:
             found.dotenv_error = exc
-        if resolved is not None:
-            with contextlib.suppress(BatError):  # .env invalid: its own check says so
-                remember_secrets(resolved)  # whatever a message quotes, no key is printed
+        if resolved is not None:  # whatever a check quotes, no key of it is printed
+            env = {**found.dotenv, **os.environ}
+            found.scrubber = Scrubber(config_secrets(resolved, env), config_urls(resolved))
         return found
 
     @property

@@ -43,6 +43,7 @@ from bat.evaluation.log.card import (
     read_card,
     write_card_file,
 )
+from bat.secrets import Scrubber
 
 GIT_TIMEOUT_S = 5
 MAX_LOCK_BYTES = 50_000_000
@@ -50,7 +51,7 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+")
 _BAT_ADK = re.compile(r"^\s*bat[-_.]adk(?![A-Za-z0-9_.-])", re.IGNORECASE)
 
 
-def write_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
+def write_card(run_dir: Path, resolved: Any, dataset: Any, scrubber: Scrubber) -> Card:
     """Write ``card.json`` and the dataset snapshot for a run that starts; a run that
     already has its card (a resumed one) keeps it, and its snapshot."""
     existing = read_card(run_dir)
@@ -59,7 +60,7 @@ def write_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
     card = make_card(run_dir, resolved, dataset)
     if not snapshot_dataset(run_dir, dataset):
         card.dataset.snapshot = None
-    write_card_file(run_dir, card)
+    write_card_file(run_dir, card, scrubber=scrubber)
     return card
 
 
@@ -126,7 +127,7 @@ def make_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
     )
 
 
-def finish_card(run_dir: Path) -> None:
+def finish_card(run_dir: Path, scrubber: Scrubber) -> None:
     """The run's end (and its selection) copied from run.json into its card."""
     try:
         card = read_card(run_dir)
@@ -138,7 +139,7 @@ def finish_card(run_dir: Path) -> None:
     card.ended_at = record.ended_at or rundir.now_iso()
     card.selection = record.selection
     card.shard = record.shard
-    write_card_file(run_dir, card)
+    write_card_file(run_dir, card, scrubber=scrubber)
 
 
 # --- what the card is made of ---------------------------------------------------------------
@@ -245,14 +246,12 @@ def _toml(path: Path, tomllib: Any) -> dict[str, Any]:
 
 
 def command_line(argv: list[str]) -> list[str]:
-    """The command line, as it may be written: the program's name only, every secret bat
-    knows of scrubbed, and every URL shown without its credentials."""
+    """The command line, as it may be written: the program's name only, and every URL
+    shown without its credentials (the card's writer takes out every known secret)."""
     if not argv:
         return []
     shown = [Path(argv[0]).name, *argv[1:]]
-    return [
-        _URL.sub(lambda m: secrets.display_url(m.group(0)) or "", secrets.scrub(a)) for a in shown
-    ]
+    return [_URL.sub(lambda m: secrets.display_url(m.group(0)) or "", a) for a in shown]
 
 
 def host() -> CardHost:

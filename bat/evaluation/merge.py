@@ -27,6 +27,7 @@ from bat.evaluation.log import card as cards
 from bat.evaluation.log import layout
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.run import ModelEntry, RunRecord
+from bat.secrets import Scrubber
 
 ENDED = ("completed", "partial", "failed")
 ADDED_UP = ("episodes_run", "restarts", "requests_resent", "span_waits")
@@ -41,8 +42,9 @@ class Part:
     shard: Shard
 
 
-def merge(run_dirs: list[Path], output_dir: Path) -> Path:
-    """Merge the shards ``run_dirs`` into a new run folder under ``output_dir``; its path."""
+def merge(run_dirs: list[Path], output_dir: Path, scrubber: Scrubber) -> Path:
+    """Merge the shards ``run_dirs`` into a new run folder under ``output_dir``; its path.
+    What is rewritten (run.json, card.json) goes through ``scrubber``."""
     parts = check(run_dirs)
     target = rundir.new_run_dir(output_dir, parts[0].record.run_name)
     try:
@@ -57,8 +59,8 @@ def merge(run_dirs: list[Path], output_dir: Path) -> Path:
         snapshot = layout.tasks_snapshot(parts[0].run_dir)
         if snapshot.is_file() and not snapshot.is_symlink():
             _copy(snapshot, layout.tasks_snapshot(target))
-        rundir.write_run(target, record)
-        _merged_card(target, parts, record)
+        rundir.write_run(target, record, scrubber=scrubber)
+        _merged_card(target, parts, record, scrubber)
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)  # a merge half made is no run
         raise
@@ -210,7 +212,7 @@ def _copy(source: Path, destination: Path) -> None:
     write_bytes_atomic(destination, source.read_bytes(), mode=source.stat().st_mode & 0o777)
 
 
-def _merged_card(target: Path, parts: list[Part], record: RunRecord) -> None:
+def _merged_card(target: Path, parts: list[Part], record: RunRecord, scrubber: Scrubber) -> None:
     card = cards.read_card(parts[0].run_dir)
     if card is None:
         return
@@ -219,4 +221,4 @@ def _merged_card(target: Path, parts: list[Part], record: RunRecord) -> None:
     card.ended_at = record.ended_at
     card.shard = None
     card.merged_from = record.merged_from
-    cards.write_card_file(target, card)
+    cards.write_card_file(target, card, scrubber=scrubber)

@@ -16,16 +16,13 @@ When no model could be evaluated at all, the run failed (status ``failed``, exit
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bat import secrets
-from bat.dotenv import read_dotenv
 from bat.errors import BatError, Interrupted, OperationError, UsageError
 from bat.evaluation.card import finish_card, write_card
+from bat.evaluation.context import RunContext
 from bat.evaluation.inputs.config import ResolvedConfig
 from bat.evaluation.inputs.dataset import Dataset, load_dataset
 from bat.evaluation.inputs.preflight import judge_keys, preflight
@@ -41,6 +38,7 @@ from bat.evaluation.run.model_run import ModelRecord, agent_log, failed, model_r
 from bat.evaluation.stats import row_of, summarize
 from bat.evaluation.verdict import judge_episode
 from bat.figures import counted
+from bat.secrets import display_url
 from bat.terminal import safe
 
 Say = Callable[[str], None]
@@ -54,13 +52,8 @@ class RunReport:
     untrusted: list[str] = field(default_factory=list)
 
 
-def warn(text: str) -> None:
-    """A warning: on stderr, as every command of bat says them."""
-    print(f"warning: {secrets.scrub(text)}", file=sys.stderr)
-
-
 def run_evaluation(
-    resolved: ResolvedConfig,
+    ctx: RunContext,
     *,
     resume: str | bool | None = None,
     retry_infra: bool = False,
@@ -70,10 +63,10 @@ def run_evaluation(
 ) -> RunReport:
     """Run every missing episode of every model (of the tasks ``selection`` chooses, of
     the slice ``shard`` holds); returns the run and what it lacks."""
-    say = remember_secrets(resolved, say)
+    resolved, scrubber, say = ctx.resolved, ctx.scrubber, ctx.say(say)
     checked = preflight(resolved)
     for warning in checked.warnings:
-        warn(warning)
+        ctx.warn(warning)
     evaluation = resolved.evaluation
     records = [model_record(resolved, model) for model in resolved.models]
     selection = selection or Selection()
@@ -96,9 +89,11 @@ def run_evaluation(
                 f"--resume runs it again (leave out --shard {shard})"
             )
         shard = was
-        earlier = rundir.update_run(run_dir, status="running", resumed_at=rundir.now_iso())
+        earlier = rundir.update_run(
+            run_dir, scrubber=scrubber, status="running", resumed_at=rundir.now_iso()
+        )
         if earlier.dataset_sha256 != checked.dataset.sha256:
-            warn(f"the dataset changed since {run_dir.name} started; new tasks are added to it")
+            ctx.warn(f"the dataset changed since {run_dir.name} started; new tasks are added to it")
         _carry_over(records, earlier)
     else:
         checked.dataset = selection.apply(checked.dataset)
@@ -106,31 +101,30 @@ def run_evaluation(
         record = _run_record(resolved, checked.dataset, run_dir, records)
         record.selection = selection.record(len(checked.dataset.tasks), total)
         record.shard = shard.record() if shard else None
-        rundir.write_run(run_dir, record)
+        rundir.write_run(run_dir, record, scrubber=scrubber)
         if not selection.empty:
             say(f"{len(checked.dataset.tasks)} of {total} tasks chosen by {selection.flags()}")
         if shard is not None:
             say(f"slice {shard} of the run's episodes (bat eval.merge puts the slices together)")
-    write_card(run_dir, resolved, checked.dataset)  # a resumed run keeps its card
+    write_card(run_dir, resolved, checked.dataset, scrubber)  # a resumed run keeps its card
+    ctx.run_dir = run_dir
     say(f"run {run_dir}")
     errors: list[BatError] = []
     try:
         for index, (model, record) in enumerate(zip(resolved.models, records, strict=True)):
             chosen = shard.slicer(index, checked.dataset.tasks, evaluation.k) if shard else None
-            error = _evaluate_model(
-                resolved, checked, run_dir, model, record, retry_infra, say, chosen
-            )
+            error = _evaluate_model(ctx, checked, model, record, retry_infra, say, chosen)
             errors += [error] if error else []
-            rundir.update_run(run_dir, models=_entries(records))
-        return _conclude(run_dir, records, errors, evaluation.max_infra_failures)
+            rundir.update_run(run_dir, scrubber=scrubber, models=_entries(records))
+        return _conclude(ctx, records, errors)
     except KeyboardInterrupt:
-        _mark(run_dir, records, "interrupted")
+        _mark(ctx, records, "interrupted")
         raise Interrupted(
             f"interrupted: finished episodes are saved in {run_dir}; "
             f"finish the run with: bat eval.run --resume {run_dir.name}"
         ) from None
     except OSError as exc:  # a full disk, most likely: nothing more can be written
-        _mark(run_dir, records, "failed")
+        _mark(ctx, records, "failed")
         raise OperationError(
             f"cannot write {exc.filename or 'a file of the run'}: {exc.strerror or exc}; "
             f"{run_dir.name} is marked failed and keeps every episode written so far "
@@ -138,7 +132,7 @@ def run_evaluation(
         ) from None
 
 
-def _mark(run_dir: Path, records: list[ModelRecord], status: str) -> None:
+def _mark(ctx: RunContext, records: list[ModelRecord], status: str) -> None:
     """Say in run.json how the run ended early, even on a full disk.
 
     When the atomic rewrite finds no room, the status word alone is changed in place:
@@ -146,9 +140,9 @@ def _mark(run_dir: Path, records: list[ModelRecord], status: str) -> None:
     needed. Nothing else of the file is touched then. Ctrl-C while this runs is left to
     the caller's caller (exit 130 all the same).
     """
-    rundir.mark_ended(run_dir, status, _entries(records))
+    rundir.mark_ended(ctx.run_dir, status, _entries(records), scrubber=ctx.scrubber)
     with contextlib.suppress(OSError, BatError):
-        finish_card(run_dir)
+        finish_card(ctx.run_dir, ctx.scrubber)
 
 
 def _entries(records: list[ModelRecord]) -> list[dict]:
@@ -156,13 +150,14 @@ def _entries(records: list[ModelRecord]) -> list[dict]:
 
 
 def _evaluate_model(
-    resolved, checked, run_dir, model, record, retry_infra, say, chosen=None
+    ctx: RunContext, checked, model, record, retry_infra, say, chosen=None
 ) -> BatError | None:
     """Run one model (only the episodes ``chosen`` keeps, when a shard runs); a failure is
     recorded for that model (and returned), and the run goes on."""
+    run_dir = ctx.run_dir
     try:
         run_model(
-            resolved,
+            ctx.resolved,
             checked.dataset,
             checked.settings,
             run_dir,
@@ -171,45 +166,47 @@ def _evaluate_model(
             retry_infra=retry_infra,
             chosen=chosen,
             say=say,
+            scrubber=ctx.scrubber,
+            infra=ctx.infra,
         )
     except BatError as exc:
         several = record.replicas is not None and record.replicas > 1
         failed(record, exc.message, agent_log(run_dir, record, 1 if several else None))
         say(f"[{record.label}] could not be evaluated: {exc.message}")
-        _summarize_model_of(run_dir, record)
+        _summarize_model_of(ctx, record)
         return exc
     except BaseException:
         # Ctrl-C or a full disk: a summary of what is there, if it can be written; the
         # first failure is the one reported.
         with contextlib.suppress(OSError, BatError):
-            _summarize_model_of(run_dir, record)
+            _summarize_model_of(ctx, record)
         raise
-    _summarize_model_of(run_dir, record)
+    _summarize_model_of(ctx, record)
     return None
 
 
-def _summarize_model_of(run_dir: Path, record: ModelRecord) -> None:
+def _summarize_model_of(ctx: RunContext, record: ModelRecord) -> None:
     """summary.json and metrics.json of one model, as soon as its episodes are done."""
-    summarize_model(run_dir, record, rundir.read_run(run_dir))
+    summarize_model(ctx, ctx.run_dir, record, rundir.read_run(ctx.run_dir))
 
 
-def _conclude(
-    run_dir: Path, records: list[ModelRecord], errors: list[BatError], max_infra_failures: int
-) -> RunReport:
+def _conclude(ctx: RunContext, records: list[ModelRecord], errors: list[BatError]) -> RunReport:
     """Write the run's end to run.json; say what makes its numbers incomplete (a model
-    not evaluated, more infrastructure failures than ``max_infra_failures``)."""
+    not evaluated, more infrastructure failures than ``evaluation.max_infra_failures``)."""
+    run_dir, scrubber = ctx.run_dir, ctx.scrubber
     lost = [r for r in records if r.status == "failed"]
     status = "failed" if len(lost) == len(records) else "partial" if lost else "completed"
-    infra = {r.label: store.infra_failures(run_dir / r.dir) for r in records}
+    infra = {r.label: store.infra_failures(run_dir / r.dir, ctx.infra) for r in records}
     infra_total = sum(len(found) for found in infra.values())
     rundir.update_run(
         run_dir,
+        scrubber=scrubber,
         status=status,
         ended_at=rundir.now_iso(),
         models=_entries(records),
         infra_failures=infra_total,
     )
-    finish_card(run_dir)
+    finish_card(run_dir, scrubber)
     if status == "failed":
         if len(errors) == 1:  # one model: its own error (with its log), its own exit status
             raise errors[0]
@@ -220,7 +217,7 @@ def _conclude(
         raise OperationError(f"no model could be evaluated (run {run_dir.name})", details=details)
     from bat.evaluation.present.gates import trust_problems
 
-    untrusted = trust_problems(run_dir, max_infra_failures)
+    untrusted = trust_problems(run_dir, ctx.resolved.evaluation.max_infra_failures, ctx.infra)
     return RunReport(run_dir=run_dir, untrusted=untrusted)
 
 
@@ -245,7 +242,7 @@ def _run_record(
         started_at=rundir.now_iso(),
         config_file=str(resolved.file),
         config=_config_without_secrets(resolved),
-        agent_url=secrets.display_url(resolved.agent_url),
+        agent_url=display_url(resolved.agent_url),
         dataset=str(dataset.path),
         dataset_sha256=dataset.sha256,
         tasks=[task.id for task in dataset.tasks],
@@ -264,21 +261,13 @@ def _config_without_secrets(resolved: ResolvedConfig) -> dict:
     for holder in holders:
         holder["env"] = sorted(holder.get("env") or {})
     for holder in [*config["models"], *config["judge"]]:
-        holder["base_url"] = secrets.display_url(holder.get("base_url"))
+        holder["base_url"] = display_url(holder.get("base_url"))
     evaluation = config["evaluation"]
-    evaluation["agent_url"] = secrets.display_url(evaluation.get("agent_url"))
+    evaluation["agent_url"] = display_url(evaluation.get("agent_url"))
     return config
 
 
-def remember_secrets(resolved: ResolvedConfig, say: Say = print) -> Say:
-    """Make every secret of the configuration known to the scrubber (so nothing bat
-    writes or prints holds one); returns ``say`` scrubbing what it prints."""
-    env = {**read_dotenv(resolved.root / ".env"), **os.environ}
-    secrets.remember(secrets.config_secrets(resolved, env), secrets.config_urls(resolved))
-    return lambda text: say(secrets.scrub(text))
-
-
-def judge_stage(resolved: ResolvedConfig, run_dir: Path, *, say: Say = print) -> None:
+def judge_stage(ctx: RunContext, run_dir: Path, *, say: Say = print) -> None:
     """Score a run's episodes with the configured judges (see bat.evaluation.judging).
 
     With ``evaluation.qualitative`` off, nothing is judged and the run is kept as it is:
@@ -287,21 +276,24 @@ def judge_stage(resolved: ResolvedConfig, run_dir: Path, *, say: Say = print) ->
     """
     from bat.evaluation.judging import judge_run
 
+    resolved = ctx.resolved
     if not resolved.evaluation.qualitative:
         off = "qualitative judging is off (evaluation.qualitative: false)"
         say(f"{off}; {run_dir.name} kept as is")
         return
-    say = remember_secrets(resolved, say)
+    say = ctx.say(say)
     rundir.model_dirs(run_dir)  # a crafted models[].dir is refused before any write
     env = judge_keys(resolved)
     dataset = load_dataset(resolved.dataset)
     tasks = {task.id: task for task in dataset.tasks}
-    result = judge_run(run_dir, resolved.config.judges, tasks, env=env, say=say)
+    result = judge_run(
+        run_dir, resolved.config.judges, tasks, env=env, say=say, scrubber=ctx.scrubber
+    )
     if result.judged and result.errors == result.judged:
         say(f"warning: every judgement failed; the first error: {result.first_error}")
 
 
-def summarize_run(run_dir: Path, *, say: Say = print) -> list[Path]:
+def summarize_run(ctx: RunContext, run_dir: Path, *, say: Say = print) -> list[Path]:
     """Write summary.json and metrics.json for every model of the run; say each result."""
     record = rundir.read_run(run_dir)
     rundir.model_dirs(run_dir)  # every models[].dir checked before anything is written
@@ -310,21 +302,28 @@ def summarize_run(run_dir: Path, *, say: Say = print) -> list[Path]:
         chosen = Selection.from_record(record.selection)
         say(f"{len(record.tasks)} of {record.selection.get('of', '?')} tasks ({chosen.flags()})")
     for model in record.models:
-        summary = summarize_model(run_dir, model, record)
+        summary = summarize_model(ctx, run_dir, model, record)
         if summary is not None:
             written += store.result_files(run_dir / model.dir)
             say(result_line(model.label, summary.totals, record.k))
     return written
 
 
-def summarize_model(run_dir: Path, model: ModelEntry, record: RunRecord) -> Summary | None:
+def summarize_model(
+    ctx: RunContext, run_dir: Path, model: ModelEntry, record: RunRecord
+) -> Summary | None:
     """summary.json and metrics.json of one model folder; its Summary (None without
-    episodes: nothing is written)."""
+    episodes: nothing is written).
+
+    ``eval.run`` summarizes each model as its episodes end, and its ``eval.summarize``
+    stage again after the judge: when the judge changed no file (``store.fingerprint``),
+    the second is the first, kept in ``ctx.summaries``. The pass over the episodes also
+    counts their infrastructure failures, for the stages after it (``ctx.infra``)."""
     model_dir = run_dir / model.dir
     print_ = store.fingerprint(model_dir)  # taken first: a file changed meanwhile shows
     key = (print_, record.k, tuple(record.tasks), model.label, model.model, record.run_id)
     key += (record.run_name, record.timestamp_utc())
-    done = _SUMMARIES.get(model_dir.resolve())
+    done = ctx.summaries.get(model_dir.resolve())
     files = store.result_files(model_dir)
     if done is not None and done[0] == key and all(path.is_file() for path in files):
         return done[1]  # nothing changed since this process wrote them
@@ -332,7 +331,7 @@ def summarize_model(run_dir: Path, model: ModelEntry, record: RunRecord) -> Summ
     for path, episode in store.episodes(model_dir):
         rows.append(row_of(episode))
         infra.add(store.infra_key(path, episode))
-    store.remember_infra_failures(model_dir, print_, infra - {None})
+    ctx.infra[model_dir.resolve()] = (print_, infra - {None})
     if not rows:
         return None
     summary, metrics = summarize(
@@ -345,15 +344,9 @@ def summarize_model(run_dir: Path, model: ModelEntry, record: RunRecord) -> Summ
         run_name=record.run_name,
         timestamp_utc=record.timestamp_utc(),
     )
-    store.write_results(model_dir, summary, metrics)
-    _SUMMARIES[model_dir.resolve()] = (key, summary)
+    store.write_results(model_dir, summary, metrics, scrubber=ctx.scrubber_if_configured())
+    ctx.summaries[model_dir.resolve()] = (key, summary)
     return summary
-
-
-# model folder -> (what its summary was made from, the summary): eval.run summarizes each
-# model as its episodes end, and its eval.summarize stage again after the judge; when the
-# judge changed no file, the second is the first (see store.fingerprint).
-_SUMMARIES: dict[Path, tuple[tuple, Summary]] = {}
 
 
 def result_line(label: str, totals: Totals, k: int) -> str:
@@ -376,7 +369,7 @@ def result_line(label: str, totals: Totals, k: int) -> str:
     )
 
 
-def recheck_run(run_dir: Path, dataset: Dataset, *, say: Say = print) -> int:
+def recheck_run(ctx: RunContext, run_dir: Path, dataset: Dataset, *, say: Say = print) -> int:
     """Re-judge every episode of a run against the dataset's current expectations.
 
     ``run_dir`` is one of bat's runs, or a run folder of bat-cli 2026.10 (its files are
@@ -403,7 +396,7 @@ def recheck_run(run_dir: Path, dataset: Dataset, *, say: Say = print) -> int:
             if verdict is not None and verdict != episode.verdict:
                 rewrites.append((path, episode, verdict))
     for path, episode, verdict in rewrites:
-        store.write_verdict(path, episode, verdict)
+        store.write_verdict(path, episode, verdict, scrubber=ctx.scrubber_if_configured())
     say(f"{counted(len(rewrites), 'verdict')} changed")
     return len(rewrites)
 
@@ -413,12 +406,13 @@ def _pct(value: float | None) -> str:
 
 
 def gate_stage(
-    resolved: ResolvedConfig, run_dir: Path, extra: list, *, say: Say = print
+    ctx: RunContext, run_dir: Path, extra: list, *, say: Say = print
 ) -> GatesFile | None:
     """Check the run against eval.yaml's gates and ``extra`` (the command line's): print
     the table, write gates.json; None (nothing written) when there is no gate."""
     from bat.evaluation.present import gates
 
+    resolved = ctx.resolved
     specs = [*resolved.config.gates, *extra]
     if not specs:
         return None
@@ -438,6 +432,6 @@ def gate_stage(
         return {task.id: frozenset(task.all_tags) for task in dataset.tasks}
 
     result = gates.evaluate(run_dir, specs, task_tags, resolved.output_dir)
-    gates.write(run_dir, result)
-    say(secrets.scrub(safe(gates.table(result))))
+    gates.write(run_dir, result, ctx.scrubber)
+    say(ctx.scrub(safe(gates.table(result))))
     return result

@@ -8,6 +8,7 @@ from typing import Any
 from invoke import Context, Exit, Task, task
 
 from bat.errors import BatError, error_text
+from bat.tasks._chain import chain_of, scrub_of
 
 
 class BatTask(Task):
@@ -26,6 +27,9 @@ class BatTask(Task):
     Invoke requires every positional argument; with ``optional_positional`` the ``bat``
     program gives a left-out one as empty text (``bat eval.schema`` alone is
     ``bat eval.schema --name=``), which the task reads as "not given".
+
+    A ``stage`` is one of the stages chained after ``eval.run``: after ``eval.run
+    --dry-run`` it does nothing (checked here, once, for every stage).
     """
 
     def __init__(
@@ -34,6 +38,7 @@ class BatTask(Task):
         short: dict[str, str] | None = None,
         variadic: bool = False,
         optional_positional: bool = False,
+        stage: bool = False,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("auto_shortflags", False)
@@ -41,18 +46,28 @@ class BatTask(Task):
         self.short = dict(short or {})
         self.variadic = variadic
         self.optional_positional = optional_positional
+        self.stage = stage
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        config = getattr(args[0], "config", None) if args else None
+        if self.stage and _dry_run(config):
+            return None
         try:
             return super().__call__(*args, **kwargs)
         except BatError as exc:
-            raise Exit(error_text(exc), code=exc.exit_code) from None
+            raise Exit(error_text(exc, scrub_of(config)), code=exc.exit_code) from None
 
     def arg_opts(self, name: str, default: str, taken_names: set[str]) -> dict[str, Any]:
         opts = super().arg_opts(name, default, taken_names)
         if name in self.short:
             opts["names"].append(self.short[name])
         return opts
+
+
+def _dry_run(config: Any) -> bool:
+    """Whether this command line's ``eval.run`` was a dry run."""
+    state = chain_of(config) if config is not None else None
+    return bool(state and state.evaluation and state.evaluation.dry_run)
 
 
 def command(**kwargs: Any) -> Callable[[Callable], BatTask]:

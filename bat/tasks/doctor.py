@@ -27,7 +27,6 @@ def doctor(c: Context, json: bool = False, host: str | None = None, build: bool 
     from bat.doctor.check import render, render_json
     from bat.doctor.images import configured_keys
     from bat.errors import OperationError
-    from bat.secrets import scrub
     from bat.tasks.images import DEFAULTS as IMAGE_DEFAULTS
     from bat.terminal import safe
 
@@ -39,7 +38,7 @@ def doctor(c: Context, json: bool = False, host: str | None = None, build: bool 
         configured=configured_keys(lambda key, d: setting(c, None, key, d), IMAGE_DEFAULTS),
     )
     checks = run_doctor(options)
-    print(safe(scrub(render_json(checks) if json else render(checks))))
+    print(safe(render_json(checks) if json else render(checks)))
     if exit_code(checks):
         from bat.figures import counted
 

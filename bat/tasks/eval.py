@@ -7,11 +7,18 @@ run directory (default: the latest): the run itself (agent start-up and episodes
 model) -> ``eval.judge`` -> ``eval.summarize`` -> ``eval.plot``, and last ``conclude``,
 which turns an incomplete run into exit status 3.
 
+The stages of one command line share one run context (``bat.evaluation.context``, kept
+in the Invoke configuration by ``bat.tasks._chain``): eval.yaml read once, its secrets,
+the run folder, and what each stage tells the next (the command line's gates and
+exports, a dry run, the numbers' trust problems, the gates that failed). A stage run
+alone makes its own.
+
 Every stage that works on one run resolves it the same way (:func:`_stage_run`:
 ``--run``, else the run an earlier stage of this command line worked on, else the
-latest) and records it in ``eval.run_dir`` of the Invoke config for the stages chained
-after it: ``bat eval.judge --run OLD`` summarizes OLD, not the latest run. ``eval.plot``
-charts every run under the output folder (or ``--folder``) instead.
+latest) and records it in the context for the stages chained after it: ``bat
+eval.judge --run OLD`` summarizes OLD, not the latest run. ``eval.plot`` charts every
+run under the output folder (or ``--folder``) instead. The stages after ``eval.run``
+(``stage=True``) do nothing after ``eval.run --dry-run``.
 """
 
 from __future__ import annotations
@@ -22,25 +29,27 @@ from contextlib import contextmanager
 from invoke import Collection, Context, task
 
 from bat.figures import counted
+from bat.tasks._chain import run_context
 from bat.tasks._options import BatTask, command, setting
 
 DEFAULTS = {"file": "eval/eval.yaml", "run_dir": None, "image": None}
 
 
+def _context(c: Context):
+    """This command line's run context (made by its first evaluation stage)."""
+    return run_context(c, setting(c, None, "eval.file", DEFAULTS["file"]))
+
+
 def _config(c: Context):
-    from pathlib import Path
-
-    from bat.evaluation.inputs.config import load_config
-
-    return load_config(Path(setting(c, None, "eval.file", DEFAULTS["file"])))
+    return _context(c).resolved
 
 
 def _stage_run(c: Context, run: str | None, *, batcli: bool = False):
     """The run a stage works on, recorded for the stages chained after it.
 
-    ``--run``, else the run an earlier stage of this command line worked on
-    (``eval.run_dir``), else the latest. With ``batcli``, a run folder of bat-cli
-    2026.10 (no run.json) is taken too.
+    ``--run``, else the run an earlier stage of this command line worked on (the run
+    context's), else the setting ``eval.run_dir``, else the latest. With ``batcli``, a
+    run folder of bat-cli 2026.10 (no run.json) is taken too.
     """
     from pathlib import Path
 
@@ -48,9 +57,11 @@ def _stage_run(c: Context, run: str | None, *, batcli: bool = False):
     from bat.evaluation.log import layout
     from bat.evaluation.log.run import find_run
 
-    chosen = run or setting(c, None, "eval.run_dir", None)
-    if chosen:
-        _check_run(str(chosen), "--run" if run else "eval.run_dir")
+    ctx = _context(c)
+    configured = setting(c, None, "eval.run_dir", None)  # bat.yaml, BAT_EVAL_RUN_DIR
+    if run or (configured and not ctx.run_dir):
+        _check_run(str(run or configured), "--run" if run else "eval.run_dir")
+    chosen = run or (str(ctx.run_dir) if ctx.run_dir else None) or configured
     found = None
     if chosen and layout.is_run_folder(Path(chosen)):
         found = Path(chosen)
@@ -64,8 +75,8 @@ def _stage_run(c: Context, run: str | None, *, batcli: bool = False):
         if found is None and batcli and not chosen:
             _no_latest_but_batcli(output_dir)
         found = found or find_run(output_dir, chosen)
-    c.config.eval.run_dir = str(found)
-    return found
+    ctx.run_dir = Path(found)
+    return ctx.run_dir
 
 
 def _no_latest_but_batcli(output_dir) -> None:
@@ -132,7 +143,6 @@ def schema(c: Context, name: str | None = None) -> None:
 @command(help={"json": "Print the resolved configuration as JSON, for scripts."})
 def show(c: Context, json: bool = False) -> None:
     """Print the fully resolved evaluation configuration (and check the dataset)."""
-    import sys
 
     from bat.evaluation.inputs.dataset import check_dataset
     from bat.evaluation.inputs.preflight import read_agent_settings
@@ -145,7 +155,7 @@ def show(c: Context, json: bool = False) -> None:
         settings = read_agent_settings(resolved)  # the agent's files: what eval.run refuses
     print(describe(resolved, as_json=json, dataset=dataset))
     for warning in warnings_of(resolved, dataset, settings):
-        print(f"warning: {warning}", file=sys.stderr)
+        _context(c).warn(warning)
 
 
 @command(
@@ -215,46 +225,44 @@ def run(
     cli_gates = command_line_gates(gate or [], baseline, _number(max_drop, "--max-drop"))
     exports = [parse_target(spec) for spec in export or []]  # a bad one before any episode
     sliced = Shard.parse(shard) if shard is not None else None
-    resolved = _config(c)
+    ctx = _context(c)
     image = setting(c, image, "eval.image", None)  # eval.image: a chain's way to set it
     if image not in (None, False):  # --image alone is True: the image bat build tags
-        resolved = resolved.with_image(
-            image if isinstance(image, str) and image else _built_image(c)
-        )
+        ctx.with_image(image if isinstance(image, str) and image else _built_image(c))
+    resolved = ctx.resolved
     if dry_run:
-        from bat.evaluation.pipeline import warn
         from bat.evaluation.present.show import plan
 
-        c.config.eval.dry_run = True
+        ctx.dry_run = True
         text, warnings = plan(resolved, selection, [*resolved.config.gates, *cli_gates], sliced)
         for warning in warnings:
-            warn(warning)
+            ctx.warn(warning)
         print(text)
         return
-    c.config.eval.gates = [spec.model_dump(mode="json") for spec in cli_gates]
-    c.config.eval.exports = [f"{target.name}:{target.path}" for target in exports]
+    ctx.cli_gates = list(cli_gates)
+    ctx.exports = [f"{target.name}:{target.path}" for target in exports]
     if view:
         from bat.evaluation.present.view.server import serve_beside
 
-        serve_beside(
+        ctx.viewer = serve_beside(
             resolved.output_dir,
             _number(view_port, "--view-port", int),
             announce=lambda line: print(line, flush=True),
         )
     try:
         report = run_evaluation(
-            resolved,
+            ctx,
             resume=resume if resume not in ("", None) else None,
             retry_infra=retry_infra,
             selection=selection,
             shard=sliced,
         )
     except BaseException:
-        _stop_view()
+        ctx.stop_viewer()
         raise
-    c.config.eval.run_dir = str(report.run_dir)
-    c.config.eval.untrusted = report.untrusted
-    c.config.eval.chained = True
+    ctx.run_dir = report.run_dir
+    ctx.untrusted = report.untrusted
+    ctx.chained = True
 
 
 def _built_image(c: Context) -> str:
@@ -271,18 +279,19 @@ def conclude(c: Context) -> None:
     failed."""
     from bat.errors import GateFailed, IncompleteRun
 
-    _stop_view()  # the viewer of --view, if any: the run's chain ends here
-    if _dry(c):
+    ctx = _context(c)
+    ctx.stop_viewer()  # the viewer of --view, if any: the run's chain ends here
+    if ctx.dry_run:
         return
-    untrusted = setting(c, None, "eval.untrusted", None)
-    if untrusted:
-        raise IncompleteRun("the run's numbers are incomplete", details=untrusted)
-    failed = setting(c, None, "eval.gates_failed", None)
+    if ctx.untrusted:
+        raise IncompleteRun("the run's numbers are incomplete", details=ctx.untrusted)
+    failed = ctx.gates_failed
     if failed:
         raise GateFailed(f"{counted(len(failed), 'gate')} failed", details=failed)
 
 
 @command(
+    stage=True,
     iterable=["gate"],
     help={
         "run": "Run directory or run id (default: the latest run).",
@@ -305,34 +314,31 @@ def gate(
     Without any gate, nothing is checked and nothing is written.
     """
     from bat.errors import GateFailed, IncompleteRun
-    from bat.evaluation.inputs.gate_specs import GateSpec, command_line_gates
+    from bat.evaluation.inputs.gate_specs import command_line_gates
     from bat.evaluation.pipeline import gate_stage
     from bat.evaluation.present.gates import trust_problems
 
-    if _dry(c):
-        return
     if baseline:
         _check_run(baseline, "--baseline")
-    chained = setting(c, None, "eval.chained", False)
-    if chained:  # the flags of eval.run (or eval.judge) reach this stage through the config
-        specs = [GateSpec.model_validate(g) for g in setting(c, None, "eval.gates", None) or []]
+    ctx = _context(c)
+    if ctx.chained:  # the flags of eval.run (or eval.merge) reach this stage in the context
+        specs = ctx.cli_gates
     else:
         specs = command_line_gates(gate or [], baseline, _number(max_drop, "--max-drop"))
-    resolved = _config(c)
     run_dir = _stage_run(c, run)
-    result = gate_stage(resolved, run_dir, specs)
+    result = gate_stage(ctx, run_dir, specs)
     failed = [f"{g.name} [{g.model}]: {g.detail}" for g in (result.failed if result else [])]
-    if chained:
-        c.config.eval.gates_failed = failed  # conclude decides the exit status, last
+    if ctx.chained:
+        ctx.gates_failed = failed  # conclude decides the exit status, last
         return
-    untrusted = trust_problems(run_dir, resolved.evaluation.max_infra_failures)
+    untrusted = trust_problems(run_dir, ctx.resolved.evaluation.max_infra_failures, ctx.infra)
     if untrusted:
         raise IncompleteRun(f"{run_dir.name}: the numbers are incomplete", details=untrusted)
     if failed:
         raise GateFailed(f"{counted(len(failed), 'gate')} failed", details=failed)
 
 
-@command(help={"run": "Run directory or run id (default: the latest run)."})
+@command(stage=True, help={"run": "Run directory or run id (default: the latest run)."})
 def judge(c: Context, run: str | None = None) -> None:
     """Score every episode of a run with the LLM judge(s) of eval.yaml, then re-summarize.
 
@@ -342,33 +348,30 @@ def judge(c: Context, run: str | None = None) -> None:
     """
     from bat.evaluation.pipeline import judge_stage
 
-    if _dry(c):
-        return
-    resolved = _config(c)
+    ctx = _context(c)
+    _config(c)  # eval.yaml is read (and refused) before a run is looked for
     run_dir = _stage_run(c, run)  # the summary and charts that follow: this run's
-    c.config.eval.chained = True  # its gates are checked by conclude, after the charts
+    ctx.chained = True  # its gates are checked by conclude, after the charts
     with _stage(
         f"judging {run_dir.name}",
         "every episode is kept, those judged so far with their scores",
         f"judge the rest with: bat eval.judge --run {run_dir.name}",
     ):
-        judge_stage(resolved, run_dir)
+        judge_stage(ctx, run_dir)
 
 
-@command(help={"run": "Run directory or run id (default: the latest run)."})
+@command(stage=True, help={"run": "Run directory or run id (default: the latest run)."})
 def summarize(c: Context, run: str | None = None) -> None:
     """Write summary.json and metrics.json of a run from its episode files."""
     from bat.evaluation.pipeline import summarize_run
 
-    if _dry(c):
-        return
     run_dir = _stage_run(c, run)
     with _stage(
         f"summarizing {run_dir.name}",
         "every episode is kept",
         f"write the summaries with: bat eval.summarize --run {run_dir.name}",
     ):
-        written = summarize_run(run_dir)
+        written = summarize_run(_context(c), run_dir)
     print(f"Wrote {counted(len(written), 'file')} in {run_dir}")
 
 
@@ -380,11 +383,12 @@ def verdict(c: Context, run: str | None = None) -> None:
     from bat.evaluation.inputs.dataset import load_dataset
     from bat.evaluation.pipeline import recheck_run
 
-    resolved = _config(c)
-    recheck_run(_stage_run(c, run, batcli=True), load_dataset(resolved.dataset))
+    ctx = _context(c)
+    recheck_run(ctx, _stage_run(c, run, batcli=True), load_dataset(ctx.resolved.dataset))
 
 
 @command(
+    stage=True,
     short={"folder": "f", "filter": "F"},
     help={
         "folder": "Folder whose sub-folders holding a metrics.json are runs (default: output_dir).",
@@ -401,26 +405,24 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
     """
     from pathlib import Path
 
-    from bat.evaluation.pipeline import warn
     from bat.evaluation.present.plot.render import plot_folder
 
-    if _dry(c):
-        return
+    ctx = _context(c)
     with _stage(
         "drawing the charts and report",
         "every episode and summary is kept",
         "draw them with: bat eval.plot" + (f" --folder {folder}" if folder else ""),
     ):
-        chained = setting(c, None, "eval.plot_folder", None)  # eval.merge -o DIR
-        base = Path(folder or chained) if folder or chained else _config(c).output_dir
-        result = plot_folder(base, filter or None)
+        chained = ctx.plot_folder  # eval.merge -o DIR
+        base = Path(folder or chained) if folder or chained else ctx.resolved.output_dir
+        result = plot_folder(base, filter or None, scrubber=ctx.scrubber_if_configured())
     print(f"{counted(len(result.runs), 'run')} in {base}")
     for path in result.removed:
         print(f"Removed {path} (no longer drawn)")
     for note in result.notes:
         print(note)
     for problem in result.unusable:
-        warn(f"left out of the charts and report: {problem}")
+        ctx.warn(f"left out of the charts and report: {problem}")
     for path in result.written:
         print(f"Wrote {path}")
 
@@ -469,6 +471,7 @@ def compare(
 
 
 @command(
+    stage=True,
     variadic=True,  # `bat eval.merge A B C` means `bat eval.merge A,B,C`
     short={"output": "o"},
     iterable=["gate"],
@@ -494,24 +497,23 @@ def merge(c: Context, runs: str, output: str | None = None, gate: list[str] | No
     from bat.evaluation.merge import merge as merge_runs
     from bat.evaluation.present.gates import trust_problems
 
-    if _dry(c):
-        return
-
     references = [part for part in runs.split(",") if part.strip()]
     if not references:
         raise UsageError("eval.merge needs the shards' run folders: bat eval.merge RUN...")
     cli_gates = command_line_gates(gate or [], None, None)  # a bad one before any write
     folders = [_shard_folder(c, reference) for reference in references]
-    target = Path(output) if output else _config(c).output_dir
-    merged = merge_runs(folders, target)
-    print(f"Merged {len(folders)} shard(s) into {merged}")
-    c.config.eval.plot_folder = str(target)
-    c.config.eval.gates = [spec.model_dump(mode="json") for spec in cli_gates]
-    c.config.eval.run_dir = str(merged)
+    ctx = _context(c)
+    target = Path(output) if output else ctx.resolved.output_dir
+    merged = merge_runs(folders, target, ctx.scrubber_if_configured())
+    print(f"Merged {counted(len(folders), 'shard')} into {merged}")
+    ctx.plot_folder = target
+    ctx.cli_gates = list(cli_gates)
+    ctx.run_dir = merged
     # the budget the shards ran with (the merge job may have no eval.yaml of its own)
     config = rundir.read_run(merged).config.get("evaluation", {})
-    c.config.eval.untrusted = trust_problems(merged, int(config.get("max_infra_failures", 0)))
-    c.config.eval.chained = True
+    budget = int(config.get("max_infra_failures", 0))
+    ctx.untrusted = trust_problems(merged, budget, ctx.infra)
+    ctx.chained = True
 
 
 def _shard_folder(c: Context, reference: str):
@@ -540,12 +542,8 @@ def _number(value: str | None, flag: str, kind: type = float):
         raise UsageError(f"{flag} {str(value)[:40]!r}: give {what}") from None
 
 
-def _dry(c: Context) -> bool:
-    """``eval.run --dry-run``: the stages chained after it do nothing."""
-    return bool(setting(c, None, "eval.dry_run", False))
-
-
 @command(
+    stage=True,
     iterable=["to"],
     help={
         "run": "Run directory or run id (default: the latest run).",
@@ -561,11 +559,9 @@ def export(c: Context, run: str | None = None, to: list[str] | None = None) -> N
     """
     from bat.evaluation.present.export import export_run, parse_target
 
-    if _dry(c):
-        return
-    chained = setting(c, None, "eval.chained", False)
-    if chained and not to:  # after eval.run: its --export values, if any
-        to = setting(c, None, "eval.exports", None) or []
+    ctx = _context(c)
+    if ctx.chained and not to:  # after eval.run: its --export values, if any
+        to = ctx.exports
         if not to:
             return
     targets = [parse_target(spec) for spec in to or []]  # a bad --to before any run is read
@@ -605,14 +601,6 @@ def view(
     chosen = _number(port, "--port", int)
     listening = listen(host or DEFAULT_HOST, DEFAULT_PORT if chosen is None else chosen, token)
     serve(base, listening, open_browser=open, announce=lambda line: print(line, flush=True))
-
-
-def _stop_view() -> None:
-    import sys
-
-    server = sys.modules.get("bat.evaluation.present.view.server")  # imported only by --view
-    if server is not None:
-        server.stop_beside()
 
 
 def _check_run(reference: str, source: str) -> None:

@@ -11,14 +11,10 @@ push`` builds once. There is no ``pre`` task: Invoke gives a pre task none of th
 of the task it precedes, so a pre-task build could not build the version being pushed.
 
 What the image tasks of one command line share is kept where ``eval.run`` keeps its run
-directory for the stages after it: in the Invoke configuration, whose changes made by a
-task last for the rest of the run. Two internal keys, set only here and never read from
-a file (bat's settings schema refuses them there):
-
-* ``images.earlier_flags``: the shared flags given to the image tasks so far, so the
-  flags of ``bat build --version 2 push`` apply to the ``push`` too;
-* ``images.built``: the images built so far, as :attr:`Target.key
-  <bat.images.commandline.Target.key>` lists.
+context for the stages after it: in the command line's chain (``bat.tasks._chain``),
+typed: the shared flags given to the image tasks so far, so the flags of ``bat build
+--version 2 push`` apply to the ``push`` too, and the images built so far (as
+:attr:`Target.key <bat.images.commandline.Target.key>` lists).
 
 Mounted in another project's ``tasks.py``, copy the defaults to your root collection
 (``ns.configure(images.ns.configuration())``) when ``push`` is a pre/post task there:
@@ -31,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from invoke import Collection, Context
 
+from bat.tasks._chain import chain
 from bat.tasks._options import command, setting
 
 if TYPE_CHECKING:
@@ -152,15 +149,15 @@ def _target(c: Context, flags: dict[str, Any], *, require_registry: bool) -> Tar
     """This task's image and host; its flags are remembered for the image tasks after it."""
     from bat.images.commandline import merge_flags, resolve_target
 
-    earlier = setting(c, None, "images.earlier_flags", None) or {}
-    merged = merge_flags(dict(earlier), flags)
+    state = chain(c)
+    merged = merge_flags(dict(state.image_flags), flags)
     configured = {
         f"{group}.{key}": setting(c, None, f"{group}.{key}", default)
         for group, keys in DEFAULTS.items()
         for key, default in keys.items()
     }
     target = resolve_target(merged, configured, require_registry=require_registry)
-    _record(c, "earlier_flags", merged)
+    state.image_flags = merged
     return target
 
 
@@ -175,23 +172,14 @@ def _build_once(c: Context, target: Target, *, no_cache: bool, network: str | No
     from bat.images.commandline import is_built
     from bat.images.operations import build_image
 
-    built = list(setting(c, None, "images.built", None) or [])
-    if is_built(target, built):
+    state = chain(c)
+    if is_built(target, state.images_built):
         print(f"{target.settings.ref} is already built{target.where} in this run")
         return
     build_image(
         target.settings, no_cache=no_cache, network=network, host=target.host, ssh=target.ssh
     )
-    _record(c, "built", [*built, target.key])
-
-
-def _record(c: Context, key: str, value: Any) -> None:
-    """Set ``images.<key>`` for the tasks after this one (Invoke keeps a task's changes to
-    the configuration for the rest of the run, as ``eval.run``'s ``eval.run_dir``)."""
-    if "images" in c.config:
-        c.config.images[key] = value
-    else:  # a pre/post task under a root collection without the images defaults
-        c.config["images"] = {key: value}
+    state.images_built.append(target.key)
 
 
 ns = Collection("images")

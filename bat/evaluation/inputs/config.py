@@ -566,10 +566,23 @@ class ResolvedConfig(BaseModel):
     model_dirs: tuple[str, ...] = ()  # the folder of each models: entry, in order
     extra_spans: tuple[Path, ...] = ()
     warnings: tuple[str, ...] = ()
+    dotenv: dict[str, str] = {}  # the agent's .env, read once with eval.yaml
 
     @property
     def evaluation(self) -> EvaluationSection:
         return self.config.evaluation
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """The shell over the agent's ``.env`` (the shell wins, as for any program): where
+        the judges read their keys, and ``${VAR}`` of eval.yaml its values."""
+        return {**self.dotenv, **os.environ}
+
+    @property
+    def agent_environment(self) -> dict[str, str]:
+        """What bat starts the agent with: :attr:`environment` and, on top,
+        ``evaluation.agent.env`` (set for this agent on purpose)."""
+        return {**self.environment, **self.evaluation.agent.env}
 
     @property
     def models(self) -> list[ModelSpec | None]:
@@ -726,6 +739,7 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
         model_dirs=tuple(model_dirs),
         extra_spans=tuple(base / path for path in evaluation.extra_spans),
         warnings=tuple(config_warnings(config, file) + extra_warnings),
+        dotenv=dotenv,
     )
 
 

@@ -8,12 +8,10 @@ they are found. ``warnings`` are worth saying but not fatal.
 
 from __future__ import annotations
 
-import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bat.dotenv import read_dotenv
 from bat.errors import InputError
 from bat.evaluation.inputs.agent_settings import AgentSettings
 from bat.evaluation.inputs.config import ResolvedConfig, api_key
@@ -88,7 +86,7 @@ def check_agent_files(
 def read_agent_settings(resolved: ResolvedConfig) -> AgentSettings:
     """What the files of the agent bat starts say (its config file, its ``.env``), read
     with the environment it will be started with; a file bat cannot read is an error."""
-    env = {**read_dotenv(resolved.root / ".env"), **os.environ, **resolved.evaluation.agent.env}
+    env = resolved.agent_environment
     return AgentSettings.read(resolved.root, env)
 
 
@@ -149,7 +147,7 @@ def judge_keys(resolved: ResolvedConfig) -> dict[str, str]:
     judges = resolved.config.judges
     if not judges:
         raise InputError(f"{resolved.file}: evaluation.qualitative is true but no judge: is set")
-    env = {**read_dotenv(resolved.root / ".env"), **os.environ}  # the shell wins over .env
+    env = resolved.environment
     for spec in judges:
         api_key(spec, {**env, **spec.env})
     return env

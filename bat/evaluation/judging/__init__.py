@@ -83,12 +83,14 @@ def judge_run(
     env: Mapping[str, str],
     say: Callable[[str], None] = print,
     sleep: Callable[[float], Any] | None = None,
+    scrubber: secrets.Scrubber,
 ) -> JudgeSummary:
     """Score every episode under ``<run_dir>/*/episodes/`` with ``judges``; rewrite the files.
 
     ``tasks`` (by id) give each episode's expected outcome and user turns; ``env`` holds
     the variables API keys are read from (the caller merges the shell over the agent's
-    ``.env``); ``sleep`` waits between retries (default: one Ctrl-C ends). Judgements
+    ``.env``); ``sleep`` waits between retries (default: one Ctrl-C ends); ``scrubber``
+    takes the configuration's secrets, and the judges' keys, out of what is written. Judgements
     are cached under ``<run_dir>/judge-cache/``. A missing API key variable is an
     InputError raised before any request; a failed judgement is never raised, it is
     written into the episode. An episode file that cannot be written back is an
@@ -100,7 +102,8 @@ def judge_run(
     # Every key checked before any request; a judge's own env (bat-cli's judge.env) first.
     keys = [api_key(spec, {**env, **spec.env}) for spec in judges]
     for spec, key in zip(judges, keys, strict=True):  # none of them written anywhere
-        secrets.remember([key, *secrets.url_secrets(spec.base_url), *secrets.env_secrets(spec.env)])
+        found = [key, *secrets.url_secrets(spec.base_url), *secrets.env_secrets(spec.env)]
+        scrubber = scrubber.adding(found, [spec.base_url])
     labels = _unique_labels(judges)
     names = ", ".join(labels)
 
@@ -129,7 +132,7 @@ def judge_run(
         for index, (path, episode) in enumerate(loaded):
             if episode.infra_error is not None:
                 counts["skipped"] += 1
-                _save(path, episode, infra_scores())
+                _save(path, episode, infra_scores(), scrubber)
                 continue
             outcomes[index] = {}
             task = tasks.get(episode.task_id)
@@ -144,7 +147,7 @@ def judge_run(
             ordered = {name: outcomes[index][name] for name in labels}
             scores = combine(RUBRIC_VERSION, ordered)
             path, episode = loaded[index]
-            _save(path, episode, scores)
+            _save(path, episode, scores, scrubber)
             counts["judged"] += 1
             counts["cached"] += all(o.cached for o in ordered.values())
             counts["judge_failures"] += len(scores["judge_errors"])
@@ -208,10 +211,12 @@ def _judge_one(
         return Outcome(None, client.scrub(f"internal error: {type(exc).__name__}: {exc}"))
 
 
-def _save(path: Path, episode: EpisodeResult, scores: dict[str, Any]) -> None:
+def _save(
+    path: Path, episode: EpisodeResult, scores: dict[str, Any], scrubber: secrets.Scrubber
+) -> None:
     """Write the episode back with ``scores``, unless they are already there."""
     try:
-        store.write_scores(path, episode, scores)
+        store.write_scores(path, episode, scores, scrubber=scrubber)
     except OSError as exc:
         raise OperationError(f"cannot write {path}: {exc.strerror or exc}") from None
 

@@ -152,7 +152,7 @@ class JudgeClient:
         """``text`` fit to be written or printed: the URLs without credentials, and no
         secret value this judge has or bat knows of."""
         text = text.replace(self.url, self.shown_url).replace(self.base_url, self.shown_base_url)
-        return secrets.scrub(self._secrets.text(text))
+        return self._secrets.text(text)  # and the writer of the scores: the rest
 
     def chat(self, system: str, user: str) -> str:
         """The judge's reply text, scrubbed (it is cached and quoted in episodes); a

@@ -20,11 +20,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bat import secrets
 from bat.atomic import write_private
 from bat.errors import InputError
 from bat.evaluation.log import layout
 from bat.evaluation.log.run import read_versioned
+from bat.secrets import Scrubber
 
 CARD_SCHEMA = "bat.card/1"
 
@@ -163,10 +163,10 @@ def read_card(run_dir: Path) -> Card | None:
     return read_versioned(path, Card, CARD_SCHEMA, "a card")
 
 
-def write_card_file(run_dir: Path, card: Card) -> Path:
-    """Write ``card.json`` atomically, private to its owner, every known secret
-    scrubbed out."""
-    data = secrets.scrub_data(card.model_dump(mode="json", by_alias=True))
+def write_card_file(run_dir: Path, card: Card, *, scrubber: Scrubber) -> Path:
+    """Write ``card.json`` atomically, private to its owner, every secret of ``scrubber``
+    taken out."""
+    data = scrubber.data(card.model_dump(mode="json", by_alias=True))
     path = layout.card_file(run_dir)
     try:
         write_private(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
@@ -175,7 +175,7 @@ def write_card_file(run_dir: Path, card: Card) -> Path:
     return path
 
 
-def note_agent_card(run_dir: Path, document: dict[str, Any] | None) -> None:
+def note_agent_card(run_dir: Path, document: dict[str, Any] | None, *, scrubber: Scrubber) -> None:
     """Record the A2A card an agent served, once (the first model's), with the name and
     version it gives; a run without a card.json is left alone."""
     if not isinstance(document, dict):
@@ -190,7 +190,7 @@ def note_agent_card(run_dir: Path, document: dict[str, Any] | None) -> None:
     for key in ("name", "version"):
         if isinstance(document.get(key), str) and document[key]:
             setattr(card.agent, key, document[key])
-    write_card_file(run_dir, card)
+    write_card_file(run_dir, card, scrubber=scrubber)
 
 
 # --- comparing two cards --------------------------------------------------------------------

@@ -19,6 +19,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field
 
+from bat.secrets import Scrubber
+
 EPISODE_SCHEMA = "bat.episode/2"
 OLDER_EPISODE_SCHEMAS = frozenset({"bat.episode/1"})
 # Why the harness could not observe the agent (the number is not to be trusted).
@@ -268,13 +270,10 @@ class EpisodeResult(BaseModel):
             return None
         return {name: (value or {}).get("score") for name, value in dimensions.items()}
 
-    def to_json(self) -> str:
-        """The file's text, without any secret bat knows of (an agent or a judge may
+    def to_json(self, scrubber: Scrubber) -> str:
+        """The file's text, without any secret of ``scrubber`` (an agent or a judge may
         repeat a key it was given: ``bat.secrets``)."""
-        from bat import secrets
-
         text = self.model_dump_json(by_alias=True, indent=1)
-        scrubber = secrets.known()
         if not scrubber or not scrubber.found_in_json(text):
             return text + "\n"
         data = scrubber.data(self.model_dump(mode="json", by_alias=True))

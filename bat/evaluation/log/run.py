@@ -17,10 +17,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bat import secrets
 from bat.atomic import write_private
 from bat.errors import InputError
 from bat.evaluation.log import layout
+from bat.secrets import Scrubber
 
 RUN_SCHEMA = "bat.run/1"
 RUN_FILE = layout.RUN_FILE
@@ -159,10 +159,10 @@ def _where(loc: tuple) -> str:
     return text or "the file"
 
 
-def write_run(run_dir: Path, record: RunRecord) -> None:
+def write_run(run_dir: Path, record: RunRecord, *, scrubber: Scrubber) -> None:
     """Write run.json: private to its owner (it records the configuration, and a model's
-    failure reason may quote anything), with every known secret scrubbed out."""
-    data = secrets.scrub_data(record.model_dump(mode="json", by_alias=True))
+    failure reason may quote anything), with every secret of ``scrubber`` taken out."""
+    data = scrubber.data(record.model_dump(mode="json", by_alias=True))
     path = run_dir / RUN_FILE
     try:
         write_private(path, json.dumps(data, indent=1, default=str) + "\n")
@@ -170,17 +170,19 @@ def write_run(run_dir: Path, record: RunRecord) -> None:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
 
-def update_run(run_dir: Path, **changes: Any) -> RunRecord:
+def update_run(run_dir: Path, *, scrubber: Scrubber, **changes: Any) -> RunRecord:
     """run.json with ``changes`` made (each checked as a field of :class:`RunRecord`)."""
     record = read_run(run_dir)
     data = record.model_dump(mode="json", by_alias=True)
     data.update(changes)
     record = RunRecord.model_validate(data)
-    write_run(run_dir, record)
+    write_run(run_dir, record, scrubber=scrubber)
     return record
 
 
-def mark_ended(run_dir: Path, status: str, models: list[dict[str, Any]]) -> None:
+def mark_ended(
+    run_dir: Path, status: str, models: list[dict[str, Any]], *, scrubber: Scrubber
+) -> None:
     """Say in run.json how the run ended early, even on a full disk.
 
     When the atomic rewrite finds no room, the status word alone is changed in place:
@@ -188,7 +190,7 @@ def mark_ended(run_dir: Path, status: str, models: list[dict[str, Any]]) -> None
     needed. Nothing else of the file is touched then.
     """
     try:
-        update_run(run_dir, status=status, ended_at=now_iso(), models=models)
+        update_run(run_dir, scrubber=scrubber, status=status, ended_at=now_iso(), models=models)
         return
     except (OSError, InputError):
         pass

@@ -32,7 +32,6 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from bat import secrets
 from bat.atomic import write_text_atomic
 from bat.errors import InputError
 from bat.evaluation.log import layout
@@ -57,13 +56,14 @@ from bat.evaluation.log.summary import (
     Summary,
     dump,
 )
+from bat.secrets import Scrubber
 
 # --- JSON files ---------------------------------------------------------------------------
 
 
-def write_json(path: Path, content: dict[str, Any]) -> Path:
-    """``content`` written atomically to ``path`` without any secret bat knows of."""
-    content = secrets.scrub_data(content)
+def write_json(path: Path, content: dict[str, Any], *, scrubber: Scrubber) -> Path:
+    """``content`` written atomically to ``path`` without any secret of ``scrubber``."""
+    content = scrubber.data(content)
     try:
         write_text_atomic(path, json.dumps(content, indent=1, ensure_ascii=False) + "\n")
     except OSError as exc:
@@ -154,12 +154,10 @@ def fingerprint(model_dir: Path) -> str:
     return digest.hexdigest()
 
 
-_INFRA: dict[Path, tuple[str, set[tuple[str, int]]]] = {}  # model folder -> (fingerprint, keys)
-
-
-def remember_infra_failures(model_dir: Path, print_: str, found: set[tuple[str, int]]) -> None:
-    """What a pass over the episodes (the summary's) found, for :func:`infra_failures`."""
-    _INFRA[model_dir.resolve()] = (print_, set(found))
+# What a pass over a model folder's episodes found: model folder -> (its fingerprint, the
+# infrastructure failures). Kept by the caller (a command line's run context), so a stage
+# reuses what the one before it counted while the episode files are unchanged.
+InfraCache = dict[Path, tuple[str, set[tuple[str, int]]]]
 
 
 def infra_key(path: Path, episode: EpisodeResult) -> tuple[str, int] | None:
@@ -170,11 +168,12 @@ def infra_key(path: Path, episode: EpisodeResult) -> tuple[str, int] | None:
     return None
 
 
-def infra_failures(model_dir: Path) -> set[tuple[str, int]]:
+def infra_failures(model_dir: Path, cache: InfraCache | None = None) -> set[tuple[str, int]]:
     """``(task file stem, attempt)`` of every episode recorded as an infrastructure failure
-    (an unreadable file is not one: ``--resume`` leaves it, the summary names it)."""
+    (an unreadable file is not one: ``--resume`` leaves it, the summary names it); taken
+    from ``cache`` while the folder's fingerprint is unchanged, and put there."""
     now = fingerprint(model_dir)
-    known = _INFRA.get(model_dir.resolve())
+    known = None if cache is None else cache.get(model_dir.resolve())
     if known is not None and known[0] == now:
         return set(known[1])
     found = set()
@@ -182,11 +181,14 @@ def infra_failures(model_dir: Path) -> set[tuple[str, int]]:
         key = infra_key(path, episode)
         if key is not None:
             found.add(key)
-    remember_infra_failures(model_dir, now, found)
+    if cache is not None:
+        cache[model_dir.resolve()] = (now, set(found))
     return found
 
 
-def write_episode(model_dir: Path, stem: str, episode: EpisodeResult) -> Path:
+def write_episode(
+    model_dir: Path, stem: str, episode: EpisodeResult, *, scrubber: Scrubber
+) -> Path:
     """Write a new episode; an earlier record of the same (task, attempt) — one
     ``--retry-infra`` runs again — is moved to ``retried/`` and listed in ``earlier``."""
     path = layout.episode_path(model_dir, stem, episode.attempt)
@@ -194,14 +196,20 @@ def write_episode(model_dir: Path, stem: str, episode: EpisodeResult) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists():
             episode.earlier = [*_earlier(path), _set_aside(path, model_dir)]
-        write_text_atomic(path, episode.to_json())
+        write_text_atomic(path, episode.to_json(scrubber))
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     return path
 
 
 def queue_episode(
-    writer: BatchWriter, model_dir: Path, stem: str, episode: EpisodeResult, *, earlier: bool
+    writer: BatchWriter,
+    model_dir: Path,
+    stem: str,
+    episode: EpisodeResult,
+    *,
+    earlier: bool,
+    scrubber: Scrubber,
 ) -> None:
     """:func:`write_episode` through ``writer`` (``batch_writer``: durable in batches, off
     the event loop). An episode with an ``earlier`` record (``--retry-infra``; the caller
@@ -209,37 +217,41 @@ def queue_episode(
     moved aside first."""
     if earlier:
         writer.flush()  # the order of the writes stays the order of the episodes
-        write_episode(model_dir, stem, episode)
+        write_episode(model_dir, stem, episode, scrubber=scrubber)
     else:
         path = layout.episode_path(model_dir, stem, episode.attempt)
-        writer.put(path, episode.to_json().encode())
+        writer.put(path, episode.to_json(scrubber).encode())
 
 
-def write_scores(path: Path, episode: EpisodeResult, scores: dict[str, Any]) -> bool:
+def write_scores(
+    path: Path, episode: EpisodeResult, scores: dict[str, Any], *, scrubber: Scrubber
+) -> bool:
     """Put the judges' ``scores`` into the episode at ``path``; False if they were there."""
     JudgeScores.model_validate(scores)  # the shape every reader of scores relies on
-    scores = secrets.scrub_data(scores)  # a judge's reasoning may quote what it was sent
+    scores = scrubber.data(scores)  # a judge's reasoning may quote what it was sent
     if episode.scores == scores:
         return False  # an unchanged re-judge rewrites nothing
     episode.scores = scores
-    _rewrite(path, episode)
+    _rewrite(path, episode, scrubber)
     return True
 
 
-def write_verdict(path: Path, episode: EpisodeResult, verdict: Verdict) -> bool:
+def write_verdict(
+    path: Path, episode: EpisodeResult, verdict: Verdict, *, scrubber: Scrubber
+) -> bool:
     """Put a new deterministic verdict into the episode at ``path``; False if unchanged."""
     if episode.verdict == verdict:
         return False
     episode.verdict = verdict
-    _rewrite(path, episode)
+    _rewrite(path, episode, scrubber)
     return True
 
 
-def _rewrite(path: Path, episode: EpisodeResult) -> None:
+def _rewrite(path: Path, episode: EpisodeResult, scrubber: Scrubber) -> None:
     """An episode updated in place, in today's format (an older one is upgraded)."""
     episode.schema_ = EPISODE_SCHEMA
     try:
-        write_text_atomic(path, episode.to_json())
+        write_text_atomic(path, episode.to_json(scrubber))
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
@@ -266,22 +278,23 @@ def _set_aside(path: Path, model_dir: Path) -> str:
 # --- summary.json and metrics.json --------------------------------------------------------
 
 
-def write_results(model_dir: Path, summary: Summary, metrics: Metrics) -> list[Path]:
+def write_results(
+    model_dir: Path, summary: Summary, metrics: Metrics, *, scrubber: Scrubber
+) -> list[Path]:
     """``summary.json`` and ``metrics.json`` of a model folder."""
     return [
-        write_model(layout.summary_file(model_dir), summary),
-        write_model(layout.metrics_file(model_dir), metrics),
+        write_model(layout.summary_file(model_dir), summary, scrubber=scrubber),
+        write_model(layout.metrics_file(model_dir), metrics, scrubber=scrubber),
     ]
 
 
-def write_model(path: Path, model: BaseModel) -> Path:
+def write_model(path: Path, model: BaseModel, *, scrubber: Scrubber) -> Path:
     """:func:`write_json` of a summary or metrics model, serialized by pydantic: the same
     text, 60 times faster than ``json.dumps`` of its data for 20,000 episode rows, and
     without building that data at all unless a secret may be in it."""
     text = model.model_dump_json(by_alias=True, indent=1)
-    scrubber = secrets.known()
     if scrubber and scrubber.found_in_json(text):
-        return write_json(path, dump(model))
+        return write_json(path, dump(model), scrubber=scrubber)
     try:
         write_text_atomic(path, text + "\n")
     except OSError as exc:

@@ -32,6 +32,7 @@ from bat.evaluation.log.run import RunRecord
 from bat.evaluation.log.summary import EpisodeRow, Metrics, Summary
 from bat.evaluation.stats import summarize
 from bat.figures import counted
+from bat.secrets import Scrubber
 
 TaskTags = Callable[[], dict[str, frozenset[str]]]
 
@@ -72,9 +73,11 @@ def evaluate(
     )
 
 
-def write(run_dir: Path, gates: GatesFile) -> Path:
+def write(run_dir: Path, gates: GatesFile, scrubber: Scrubber) -> Path:
     return store.write_json(
-        layout.gates_file(run_dir), gates.model_dump(mode="json", by_alias=True)
+        layout.gates_file(run_dir),
+        gates.model_dump(mode="json", by_alias=True),
+        scrubber=scrubber,
     )
 
 
@@ -299,9 +302,12 @@ def _labels(run_dir: Path) -> list[tuple[Path, str]]:
     return list(zip(rundir.model_dirs(run_dir), (m.label for m in record.models), strict=True))
 
 
-def trust_problems(run_dir: Path, max_infra_failures: int) -> list[str]:
+def trust_problems(
+    run_dir: Path, max_infra_failures: int, infra: store.InfraCache | None = None
+) -> list[str]:
     """Why a run's numbers are not to be trusted (empty: they are): a model that could
-    not be evaluated, or more infrastructure failures than ``max_infra_failures``."""
+    not be evaluated, or more infrastructure failures than ``max_infra_failures``
+    (``infra``: what the stages before counted, while the episodes are unchanged)."""
     record = rundir.read_run(run_dir)
     problems = [
         f"{model.label} could not be evaluated: {model.reason}"
@@ -309,7 +315,7 @@ def trust_problems(run_dir: Path, max_infra_failures: int) -> list[str]:
         if model.status == "failed"
     ]
     counts = {
-        model.label: len(store.infra_failures(folder))
+        model.label: len(store.infra_failures(folder, infra))
         for model, folder in zip(record.models, rundir.model_dirs(run_dir), strict=True)
     }
     total = sum(counts.values())

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from bat import secrets
-from bat.dotenv import read_dotenv
 from bat.errors import InputError
 from bat.evaluation.inputs.agent_settings import AgentSettings, write_config_copy
 from bat.evaluation.inputs.config import ModelSpec, ResolvedConfig
@@ -31,6 +30,7 @@ from bat.evaluation.run.agent_process import AgentProcess, tail
 from bat.evaluation.run.progress import Progress
 from bat.evaluation.run.runner import EpisodeRunner, RestartBudget, plan, spread
 from bat.evaluation.run.spans import SpanIndex
+from bat.secrets import Scrubber
 
 Say = Callable[[str], None]
 
@@ -59,13 +59,17 @@ def run_model(
     retry_infra: bool = False,
     chosen: Callable[[Any, int], bool] | None = None,
     say: Say = print,
+    scrubber: Scrubber,
+    infra: store.InfraCache | None = None,
 ) -> None:
     """Run the model's missing episodes (and, with ``retry_infra``, its infrastructure
     failures; with ``chosen``, only the (task, attempt) it keeps: a shard's slice); fills
-    ``record``. A model that cannot be evaluated raises a BatError."""
+    ``record``. A model that cannot be evaluated raises a BatError. ``scrubber`` keeps the
+    configuration's secrets out of every file written; ``infra`` is what is known of the
+    model folder's infrastructure failures (the run context's)."""
     evaluation = resolved.evaluation
     model_dir = run_dir / record.dir
-    retry = store.infra_failures(model_dir) if retry_infra else set()
+    retry = store.infra_failures(model_dir, infra) if retry_infra else set()
     work = plan(dataset.tasks, evaluation.k, store.episodes_done(model_dir), retry)
     if chosen is not None:
         work = [item for item in work if chosen(item.task, item.attempt)]
@@ -75,7 +79,7 @@ def run_model(
         return
     model_dir.mkdir(parents=True, exist_ok=True)
     with scripted_model(resolved, model, record, say) as model:
-        _run_work(resolved, settings, run_dir, model, record, work, say)
+        _run_work(resolved, settings, run_dir, model, record, work, say, scrubber)
 
 
 @contextlib.contextmanager
@@ -106,7 +110,7 @@ def scripted_model(
         yield model.model_copy(update={"base_url": base_url, "env": {**key, **model.env}})
 
 
-def _run_work(resolved, settings, run_dir, model, record, work, say) -> None:
+def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber) -> None:
     """Start the agent(s) of ``model``, run ``work`` against them, stop them."""
     evaluation = resolved.evaluation
     model_dir = run_dir / record.dir
@@ -168,6 +172,7 @@ def _run_work(resolved, settings, run_dir, model, record, work, say) -> None:
                 budget=budget,
                 on_done=progress.update,
                 notice=progress.notice(say),
+                scrubber=scrubber,
             )
             for n, (url, share) in enumerate(
                 zip(urls, shares(evaluation.concurrency, len(urls)), strict=True)
@@ -187,7 +192,7 @@ def _run_work(resolved, settings, run_dir, model, record, work, say) -> None:
             for runner in runners:
                 record.restarts += runner.restarts
                 record.requests_resent += runner.requests_resent
-                note_agent_card(run_dir, runner.agent_card)
+                note_agent_card(run_dir, runner.agent_card, scrubber=scrubber)
         progress.finish()
         record.episodes_run += len(work)
         record.status = "completed"
@@ -264,7 +269,7 @@ def _replicas(resolved, settings, model, run_dir, record, spans_file, say) -> li
     if left:
         say(f"[{record.label}] removed {len(left)} container(s) an earlier bat left running")
     overrides = _settings_env(resolved, settings, model, model_dir, spans_file)
-    dotenv = read_dotenv(resolved.root / ".env")
+    dotenv = resolved.dotenv
     host, local = engine_host_name(), engine_is_local()
     mounts = [model_dir.resolve()] if spans_file is not None else []
     # bat's user, so the agent reads the private config copy (agent_container's doc)
@@ -298,8 +303,7 @@ def _replicas(resolved, settings, model, run_dir, record, spans_file, say) -> li
 
 def _agent_process(resolved, settings, model, model_dir, log, spans_file) -> AgentProcess:
     env = {
-        **read_dotenv(resolved.root / ".env"),
-        **os.environ,
+        **resolved.environment,
         **_settings_env(resolved, settings, model, model_dir, spans_file),
     }
     env["PORT"] = str(resolved.agent_port)  # where bat waits for it, whatever else says

@@ -37,6 +37,7 @@ from bat.evaluation.run.agent_card import card_answers
 from bat.evaluation.run.spans import SpanIndex, merge_span_report
 from bat.evaluation.verdict import judge_episode
 from bat.figures import counted
+from bat.secrets import Scrubber
 
 DEATH_GRACE_S = 1.0  # how long a broken connection may take to show as a dead process
 WATCH_EVERY_S = 0.05
@@ -81,8 +82,10 @@ class EpisodeRunner:
         budget: RestartBudget | None = None,  # shared by the replicas of one model
         on_done: Callable[[Outcome], None] | None = None,
         notice: Callable[[str], None] | None = None,
+        scrubber: Scrubber,
     ) -> None:
         self.url = url
+        self.scrubber = scrubber  # every secret of the configuration: kept out of episodes
         self.model = model
         self.model_dir = model_dir
         self.shown_url = shown_url  # the agent's URL without credentials, for episode files
@@ -298,7 +301,9 @@ class EpisodeRunner:
         # --retry-infra: an earlier record is kept in retried/, never lost
         stem = item.task.file_stem
         earlier = (stem, item.attempt) in (self._earlier or ())
-        store.queue_episode(self._writer, self.model_dir, stem, result, earlier=earlier)
+        store.queue_episode(
+            self._writer, self.model_dir, stem, result, earlier=earlier, scrubber=self.scrubber
+        )
         if self.on_done is not None:
             error = observed.agent_error.kind if observed.agent_error else None
             self.on_done(Outcome(result.verdict.passed, observed.infra_error is not None, error))

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from bat.evaluation.inputs.schemas import SCHEMAS, file_name, schema, schema_text, write_schemas
 from tests.conftest import REPO
+from tests.logkit import NO_SECRETS
 
 DOCS = REPO / "docs"
 BATCLI = REPO / "tests" / "data" / "bat-cli-2026.10"
@@ -277,7 +278,7 @@ def test_an_episode_written_by_bat_validates():
         started_at="2026-12-01T00:00:00Z",
         ended_at="2026-12-01T00:00:01Z",
     )
-    data = json.loads(episode.to_json())
+    data = json.loads(episode.to_json(NO_SECRETS))
     assert data["schema"] == "bat.episode/2"
     assert problems("episode", data) == []
     assert problems("episode", {**data, "attempt": "one"}) != []

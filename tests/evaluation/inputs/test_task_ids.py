@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bat.atomic import write_text_atomic
+from bat.evaluation.context import RunContext
 from bat.evaluation.inputs.dataset import ID_MAX_LENGTH, TaskExpected, TaskSpec
 from bat.evaluation.log import layout
 from bat.evaluation.log import run as rundir
@@ -26,6 +27,7 @@ from bat.evaluation.verdict import judge_episode
 from tests.conftest import run_bat
 from tests.evalkit import episodes, make_project, run_dirs, summary
 from tests.evaluation.present.plot.runkit import svg_texts
+from tests.logkit import NO_SECRETS
 
 CHARTS = ["pass_rate", "task_heatmap", "pass_hat_k", "latency", "tokens"]
 # Characters the issue saw abort the renderer, and the other kinds the rule refuses.
@@ -128,6 +130,7 @@ def write_old_run(run_dir: Path, ids: list[str], label: str = "old model") -> No
             tasks=ids,
             models=[rundir.ModelEntry(label=label, dir="m", status="completed")],
         ),
+        scrubber=NO_SECRETS,
     )
     expected = TaskExpected(output_must_contain=["hello"])
     for n, task_id in enumerate(ids):
@@ -149,7 +152,7 @@ def write_old_run(run_dir: Path, ids: list[str], label: str = "old model") -> No
         )
         episode.verdict = judge_episode(expected, episode)
         stem = TaskSpec.model_construct(id=task_id, turns=["hello"]).file_stem
-        write_text_atomic(layout.episode_path(run_dir / "m", stem, 1), episode.to_json())
+        write_text_atomic(layout.episode_path(run_dir / "m", stem, 1), episode.to_json(NO_SECRETS))
 
 
 def test_an_old_run_folder_with_control_characters_in_ids_still_plots(tmp_path, bat, home):
@@ -184,7 +187,7 @@ def test_a_lone_surrogate_in_old_results_still_plots(tmp_path, bat, home):
     label is drawn with a replacement character instead of failing the whole plot."""
     base = tmp_path / "runs"
     write_old_run(base / "r1", ["plain", "other"])
-    summarize_run(base / "r1", say=lambda _: None)
+    summarize_run(RunContext(config_file=None), base / "r1", say=lambda _: None)
     for name in ("metrics.json", "summary.json"):  # the task id is in both
         path = base / "r1" / "m" / name
         path.write_text(path.read_text().replace('"plain"', '"half \\ud800"'))
@@ -197,7 +200,7 @@ def test_a_lone_surrogate_in_an_old_episode_still_makes_the_report(tmp_path, bat
     """The same "\\ud800" in an episode file: report.html is written, with U+FFFD."""
     base = tmp_path / "runs"
     write_old_run(base / "r1", ["plain", "other"])
-    summarize_run(base / "r1", say=lambda _: None)
+    summarize_run(RunContext(config_file=None), base / "r1", say=lambda _: None)
     episode = next((base / "r1" / "m" / "episodes").glob("plain*.json"))
     episode.write_text(episode.read_text().replace('"echo: hello"', '"half \\ud800"'))
     result = bat("eval.plot", "--folder", str(base), timeout=120)
@@ -250,7 +253,7 @@ def test_any_ids_in_a_run_folder_plot_every_chart_one_row_each(home, ids):
     with tempfile.TemporaryDirectory() as scratch:
         base = Path(scratch)
         write_old_run(base / "r1", ids)
-        summarize_run(base / "r1", say=lambda _: None)
+        summarize_run(RunContext(config_file=None), base / "r1", say=lambda _: None)
         result = run_bat("eval.plot", "--folder", str(base), timeout=120)
         assert result.code == 0, result.err
         assert "could not be rendered" not in result.out

@@ -22,6 +22,7 @@ from bat.evaluation.inputs.dataset import TaskSpec
 from bat.evaluation.judging import CACHE_DIR, NOT_JUDGED_INFRA, RUBRIC_VERSION, judge_run
 from bat.evaluation.judging.client import backoff_s, endpoint, retry_after_s, scrub
 from bat.evaluation.log.episode import EpisodeResult, EpisodeTrace, InfraError, ToolCall, TurnRecord
+from tests.logkit import NO_SECRETS
 
 REPO = Path(__file__).resolve().parents[3]
 SECRET = "sk-bat-TEST-9f8e7d6c5b4a-never-write-me"
@@ -101,7 +102,7 @@ def make_run(root: Path, count: int = 3, *, infra: tuple[int, ...] = ()) -> tupl
             started_at="2024-01-01T00:00:00Z",
             ended_at="2024-01-01T00:00:01Z",
         )
-        (folder / f"{task.id}__try1.json").write_text(episode.to_json())
+        (folder / f"{task.id}__try1.json").write_text(episode.to_json(NO_SECRETS))
     return run, tasks
 
 
@@ -124,6 +125,7 @@ def run_judges(run, judges, tasks, *, env=None, sleeps=None):
         env=env or {},
         say=lines.append,
         sleep=(sleeps.append if sleeps is not None else lambda s: None),
+        scrubber=NO_SECRETS,
     )
     return summary, lines
 

@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import REPO, run_bat
 from tests.evaluation.present.plot.runkit import TASKS, svg_texts, tags_of, write_run
+from tests.logkit import NO_SECRETS
 
 RUN = REPO / "tests" / "data" / "bat-cli-2026.10" / "run-echo" / "20261201_033105"
 MODEL_DIR = RUN / "benchmark_openai-echo-model"
@@ -49,6 +50,7 @@ def copy_run(base: Path) -> Path:
 
 def write_our_run(base: Path, run_id: str, model: str, outcomes: dict[str, str]) -> Path:
     """A run of ours written by bat's own code: episode files, run.json, summarize_run."""
+    from bat.evaluation.context import RunContext
     from bat.evaluation.log import layout
     from bat.evaluation.log import run as rundir
     from bat.evaluation.log.episode import EpisodeResult, EpisodeTrace, Verdict
@@ -64,7 +66,7 @@ def write_our_run(base: Path, run_id: str, model: str, outcomes: dict[str, str])
         tasks=list(outcomes),
         models=[rundir.ModelEntry(label=model, dir="model-a")],
     )
-    rundir.write_run(run_dir, record)
+    rundir.write_run(run_dir, record, scrubber=NO_SECRETS)
     for task_id, letters in outcomes.items():
         for attempt, letter in enumerate(letters, 1):
             episode = EpisodeResult(
@@ -80,8 +82,8 @@ def write_our_run(base: Path, run_id: str, model: str, outcomes: dict[str, str])
             )
             path = layout.episode_path(run_dir / "model-a", task_id, attempt)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(episode.to_json())
-    summarize_run(run_dir, say=lambda line: None)
+            path.write_text(episode.to_json(NO_SECRETS))
+    summarize_run(RunContext(config_file=None), run_dir, say=lambda line: None)
     return run_dir
 
 

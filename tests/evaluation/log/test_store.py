@@ -17,6 +17,7 @@ from bat.evaluation.log.summary import dump
 from bat.evaluation.stats import row_of, summarize
 from tests import logkit
 from tests.evaluation.present.plot.runkit import write_old_results
+from tests.logkit import NO_SECRETS
 
 
 def test_an_older_metrics_file_is_summarized_again_from_its_rows(tmp_path):
@@ -56,7 +57,7 @@ def test_the_one_episode_reader_raises_or_collects(tmp_path):
 def test_an_episode_of_the_first_format_reads_and_is_upgraded_when_rewritten(tmp_path):
     model_dir = tmp_path / "m"
     episode = logkit.episode("a", 1, False)
-    path = store.write_episode(model_dir, "a", episode)
+    path = store.write_episode(model_dir, "a", episode, scrubber=NO_SECRETS)
     data = json.loads(path.read_text())
     data["schema"] = "bat.episode/1"  # the event keys had bat's first names then
     data["trace"]["events"] = [
@@ -65,7 +66,9 @@ def test_an_episode_of_the_first_format_reads_and_is_upgraded_when_rewritten(tmp
     path.write_text(json.dumps(data))
     old = store.read_episode(path)
     assert old.trace.events[0].status == "working" and old.trace.events[0].input == "x"
-    assert store.write_verdict(path, old, Verdict(passed=True, reason="now passes"))
+    assert store.write_verdict(
+        path, old, Verdict(passed=True, reason="now passes"), scrubber=NO_SECRETS
+    )
     new = json.loads(path.read_text())
     assert new["schema"] == "bat.episode/2" and new["verdict"]["passed"] is True
     assert new["trace"]["events"][0] == {
@@ -77,7 +80,9 @@ def test_an_episode_of_the_first_format_reads_and_is_upgraded_when_rewritten(tmp
         "user_input": "x",
         "t_ms": 500.0,
     }
-    assert not store.write_verdict(path, store.read_episode(path), new_verdict(new))
+    assert not store.write_verdict(
+        path, store.read_episode(path), new_verdict(new), scrubber=NO_SECRETS
+    )
 
 
 def new_verdict(data: dict) -> Verdict:
@@ -86,8 +91,10 @@ def new_verdict(data: dict) -> Verdict:
 
 def test_a_retried_episode_keeps_the_earlier_record(tmp_path):
     model_dir = tmp_path / "m"
-    store.write_episode(model_dir, "a", logkit.episode("a", 1, False, infra="timeout"))
-    second = store.write_episode(model_dir, "a", logkit.episode("a", 1, True))
+    store.write_episode(
+        model_dir, "a", logkit.episode("a", 1, False, infra="timeout"), scrubber=NO_SECRETS
+    )
+    second = store.write_episode(model_dir, "a", logkit.episode("a", 1, True), scrubber=NO_SECRETS)
     assert store.read_episode(second).earlier == ["retried/a__try1.1.json"]
     assert (model_dir / "retried" / "a__try1.1.json").is_file()
     assert store.infra_failures(model_dir) == set()
@@ -95,10 +102,14 @@ def test_a_retried_episode_keeps_the_earlier_record(tmp_path):
 
 
 def test_judge_scores_of_the_wrong_shape_are_not_written(tmp_path):
-    path = store.write_episode(tmp_path / "m", "a", logkit.episode("a", 1, True))
+    path = store.write_episode(
+        tmp_path / "m", "a", logkit.episode("a", 1, True), scrubber=NO_SECRETS
+    )
     before = path.read_text()
     with pytest.raises(ValueError, match="dimensions"):
-        store.write_scores(path, store.read_episode(path), {"dimensions": {"x": 0.5}})
+        store.write_scores(
+            path, store.read_episode(path), {"dimensions": {"x": 0.5}}, scrubber=NO_SECRETS
+        )
     assert path.read_text() == before
 
 
@@ -108,7 +119,7 @@ def test_run_json_is_typed_and_its_problems_named(tmp_path):
     record = rundir.RunRecord(
         run_id=run_dir.name, status="running", started_at="2026-12-01T03:31:09.123Z"
     )
-    rundir.write_run(run_dir, record)
+    rundir.write_run(run_dir, record, scrubber=NO_SECRETS)
     assert rundir.read_run(run_dir).timestamp_utc() == "20261201_033109"
     data = json.loads((run_dir / "run.json").read_text())
     (run_dir / "run.json").write_text(json.dumps({**data, "models": [{"label": "x"}]}))

@@ -4,6 +4,7 @@ import pytest
 
 from bat.evaluation.present.compare import compare, mcnemar_exact
 from tests import logkit
+from tests.logkit import NO_SECRETS
 
 
 def write_model(folder, model, rates):
@@ -42,6 +43,6 @@ def test_a_run_without_summaries_says_how_to_make_them(tmp_path):
     model = rundir.ModelEntry(label="m", dir="m")
     record = rundir.RunRecord(run_id=run_dir.name, status="completed", started_at="x")
     record.models.append(model)
-    rundir.write_run(run_dir, record)
+    rundir.write_run(run_dir, record, scrubber=NO_SECRETS)
     with pytest.raises(InputError, match=r"no summarized model \(bat eval.summarize --run 2026"):
         resolve_side(run_dir.name, tmp_path)

@@ -8,6 +8,7 @@ from bat.evaluation.inputs.dataset import TaskSpec
 from bat.evaluation.log import store
 from bat.evaluation.run.runner import EpisodeRunner, plan
 from tests.evalkit import free_port, start_fixture
+from tests.logkit import NO_SECRETS
 
 
 def test_bat_runs_episodes_against_the_fast_agent(tmp_path):
@@ -30,6 +31,7 @@ def test_bat_runs_episodes_against_the_fast_agent(tmp_path):
             concurrency=8,
             turn_timeout_s=10,
             on_done=outcomes.append,
+            scrubber=NO_SECRETS,
         )
         asyncio.run(runner.run(plan(tasks, 2, set())))
     finally:

@@ -38,6 +38,7 @@ from bat.atomic import write_bytes_atomic, write_text_atomic
 from bat.evaluation.present.plot.report import write_report
 from bat.evaluation.present.plot.runs import Run, find_runs
 from bat.evaluation.present.plot.specs import Chart, ChartSet, build_charts, drawable
+from bat.secrets import Scrubber
 
 PNG_SCALE = 2.0
 RENDERED = ".charts.json"  # chart name -> the SHA-256 of the spec its files were drawn from
@@ -139,8 +140,9 @@ class PlotResult:
     unusable: list[str] = field(default_factory=list)  # metrics files left out, and why
 
 
-def plot_folder(folder: Path, task_filter: str | None = None) -> PlotResult:
-    """Charts (PNG and SVG) and ``report.html`` of every run under ``folder``, in it."""
+def plot_folder(folder: Path, task_filter: str | None = None, *, scrubber: Scrubber) -> PlotResult:
+    """Charts (PNG and SVG) and ``report.html`` of every run under ``folder``, in it; the
+    report's every value without a secret of ``scrubber``."""
     folder = Path(folder)
     unusable: list[str] = []
     runs = find_runs(folder, unusable)
@@ -165,5 +167,5 @@ def plot_folder(folder: Path, task_filter: str | None = None) -> PlotResult:
                 result.removed.append(stale)
     drawn = {chart.name: digests[chart.name] for chart in chart_set.charts}
     write_text_atomic(folder / RENDERED, json.dumps(drawn, indent=1, sort_keys=True) + "\n")
-    result.written.append(write_report(folder, runs, chart_set, task_filter))
+    result.written.append(write_report(folder, runs, chart_set, task_filter, scrubber=scrubber))
     return result

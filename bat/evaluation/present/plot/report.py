@@ -9,7 +9,7 @@ relative hrefs, so the folder can be moved or archived whole.
 The page is the Jinja2 template ``templates/report.html.j2``, rendered with autoescape
 on: every value put into it (task ids, outputs, verdict reasons, judge reasoning, model
 names, run ids) is HTML-escaped, so a hostile ``<script>`` shows as text, and every
-value first goes through :func:`bat.secrets.scrub`. The numbers are
+value first goes through the configuration's secret scrubber. The numbers are
 metrics.json's and summary.json's (read through :class:`~bat.evaluation.present.plot.runs.Run`),
 only formatted here; the episodes are the metrics rows joined with the episode files,
 read by the log's one episode reader.
@@ -34,6 +34,7 @@ from bat.evaluation.log.summary import EpisodeRow
 from bat.evaluation.present.plot.runs import Run, matches, task_order
 from bat.evaluation.present.plot.specs import ChartSet
 from bat.figures import counted
+from bat.secrets import Scrubber
 
 REPORT_FILE = "report.html"
 TEMPLATE = "report.html.j2"
@@ -69,18 +70,29 @@ class EpisodeView:
 
 
 def write_report(
-    folder: Path, runs: list[Run], chart_set: ChartSet, task_filter: str | None = None
+    folder: Path,
+    runs: list[Run],
+    chart_set: ChartSet,
+    task_filter: str | None = None,
+    *,
+    scrubber: Scrubber,
 ) -> Path:
     """Write ``report.html`` into ``folder``; return its path."""
     path = Path(folder) / REPORT_FILE
-    write_text_atomic(path, render_report(Path(folder), runs, chart_set, task_filter))
+    page = render_report(Path(folder), runs, chart_set, task_filter, scrubber=scrubber)
+    write_text_atomic(path, page)
     return path
 
 
 def render_report(
-    folder: Path, runs: list[Run], chart_set: ChartSet, task_filter: str | None = None
+    folder: Path,
+    runs: list[Run],
+    chart_set: ChartSet,
+    task_filter: str | None = None,
+    *,
+    scrubber: Scrubber,
 ) -> str:
-    """The whole page as a string."""
+    """The whole page as a string, every value printed without a secret of ``scrubber``."""
     unreadable: list[str] = []
     episodes = {run.label: load_episodes(run, folder, unreadable) for run in runs}
     all_tasks = task_order(runs)
@@ -127,13 +139,11 @@ def render_report(
         "vacuous_title": VACUOUS,
         "doubted_below": DOUBTED_BELOW,
     }
-    return _template().render(**page)
+    return _template(scrubber).render(**page)
 
 
-def _template() -> Any:
+def _template(scrubber: Scrubber) -> Any:
     import jinja2
-
-    from bat import secrets
 
     environment = jinja2.Environment(
         loader=jinja2.PackageLoader("bat.evaluation.present.plot", "templates"),
@@ -142,8 +152,8 @@ def _template() -> Any:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
-        # every value printed: without any secret bat knows of, then escaped
-        finalize=lambda value: secrets.scrub(str(value)) if value is not None else "",
+        # every value printed: without any secret of the configuration, then escaped
+        finalize=lambda value: scrubber.text(str(value)) if value is not None else "",
     )
     environment.filters["anchor"] = anchor
     environment.filters["counted"] = counted

@@ -182,16 +182,12 @@ class Beside:
             self.thread.join(timeout)
 
 
-_beside: Beside | None = None
-
-
 def serve_beside(
     folder: Path, port: int | None, *, announce: Callable[[str], None] = print
 ) -> Beside:
     """Start a viewer of ``folder`` in a thread, on loopback: on ``port`` (a port in use
-    is an error), or on 8765, or the next free port when 8765 is taken. It is stopped
-    by :func:`stop_beside` (when the run's chain ends) or with the process."""
-    global _beside
+    is an error), or on 8765, or the next free port when 8765 is taken. The caller stops
+    it (``eval.run --view``: when the run's chain ends); the process's end stops it too."""
     import atexit
 
     if port is None:
@@ -204,15 +200,6 @@ def serve_beside(
     folder.mkdir(parents=True, exist_ok=True)
     beside = Beside(folder, listening)
     beside.start()
-    _beside = beside
-    atexit.register(stop_beside)
+    atexit.register(beside.stop)
     announce(f"Watch this run at {listening.url} (the viewer stops when the run ends)")
     return beside
-
-
-def stop_beside() -> None:
-    """Stop the viewer :func:`serve_beside` started, if any (again: nothing)."""
-    global _beside
-    beside, _beside = _beside, None
-    if beside is not None:
-        beside.stop()

@@ -29,6 +29,7 @@ from bat.evaluation.log.episode import (
     Verdict,
 )
 from bat.evaluation.log.summary import EpisodeRow
+from tests.logkit import NO_SECRETS
 
 ALL_CHARTS = ["pass_rate", "task_heatmap", "pass_hat_k", "latency", "tokens", "judge_scores"]
 DIMENSIONS = [
@@ -154,6 +155,7 @@ def write_run(
                 tasks=list(outcomes),
                 k=k,
             ),
+            scrubber=NO_SECRETS,
         )
     rows = []
     for position, (task_id, letters) in enumerate(outcomes.items()):
@@ -168,7 +170,7 @@ def write_run(
                 judge=judge,
                 **episode_options,
             )
-            store.write_episode(model_dir, stem, episode)
+            store.write_episode(model_dir, stem, episode, scrubber=NO_SECRETS)
             rows.append(metrics.row_of(episode))
     if old_format:
         write_old_results(model_dir, rows, model=model, run_id=run_id, k=k)
@@ -176,7 +178,7 @@ def write_run(
         summary, metrics_file = metrics.summarize(
             rows, k=k, model=model, task_order=list(outcomes), run_id=run_id
         )
-        store.write_results(model_dir, summary, metrics_file)
+        store.write_results(model_dir, summary, metrics_file, scrubber=NO_SECRETS)
     return model_dir
 
 

@@ -229,17 +229,15 @@ def test_hostile_ids_and_outputs_are_escaped(tmp_path):
     assert not [el for el in root.iter() if el.tag.endswith("script")]
 
 
-def test_a_secret_in_an_output_is_not_on_the_page(tmp_path, monkeypatch):
+def test_a_secret_in_an_output_is_not_on_the_page(tmp_path):
     """A key an agent repeated, in an episode written before bat knew it, is scrubbed."""
-    from bat import secrets
     from bat.evaluation.present.plot.render import plot_folder
+    from bat.secrets import Scrubber
 
     key = "sk-test-0123456789abcdefghijklmnop"
     base = tmp_path / "runs"
     write_run(base, "20260101-000000-x", "openai:m", {"t": "pf"}, output=f"my key is {key}")
-    monkeypatch.setattr(secrets, "_known", set())
-    secrets.remember([key])
-    plot_folder(base)
+    plot_folder(base, scrubber=Scrubber([key]))
     html = (base / "report.html").read_text()
     assert key not in html and "my key is" in html
 

@@ -8,6 +8,7 @@ from bat.evaluation.present.plot.render import RENDERED, plot_folder, render
 from bat.evaluation.present.plot.runs import find_runs
 from bat.evaluation.present.plot.specs import build_charts
 from tests.evaluation.present.plot.runkit import write_run
+from tests.logkit import NO_SECRETS
 
 TASKS = {"alpha": "PPF", "beta": "FFF", "gamma": "PPP"}
 
@@ -27,7 +28,7 @@ def identities(folder):
 
 def test_an_unchanged_chart_is_not_rendered_again_and_a_changed_one_is(tmp_path, monkeypatch):
     write_run(tmp_path, "20260101-000000-a", "openai:gpt-4.1-mini", TASKS)
-    first = plot_folder(tmp_path)
+    first = plot_folder(tmp_path, scrubber=NO_SECRETS)
     before = identities(tmp_path)
     assert len(before) == 2 * 5  # five charts (no judge scores), PNG and SVG
     drawn = json.loads((tmp_path / RENDERED).read_text())
@@ -43,7 +44,7 @@ def test_an_unchanged_chart_is_not_rendered_again_and_a_changed_one_is(tmp_path,
             real_render(chart_set),
         ),
     )
-    second = plot_folder(tmp_path)
+    second = plot_folder(tmp_path, scrubber=NO_SECRETS)
     assert rendered == [[]]  # nothing changed: nothing to render
     assert identities(tmp_path) == before  # and no chart file rewritten
     assert second.written == first.written  # the report still lists, and links, them all
@@ -52,7 +53,7 @@ def test_an_unchanged_chart_is_not_rendered_again_and_a_changed_one_is(tmp_path,
 
     (tmp_path / "latency.png").unlink()  # a file gone: that chart is drawn again
     write_run(tmp_path, "20260102-000000-b", "openai:gpt-4.1-mini", {"alpha": "FFF"})
-    plot_folder(tmp_path)
+    plot_folder(tmp_path, scrubber=NO_SECRETS)
     after = identities(tmp_path)
     # a second run changes every chart's data, so all are drawn again
     assert sorted(rendered[-1]) == sorted(drawn)
@@ -61,11 +62,11 @@ def test_an_unchanged_chart_is_not_rendered_again_and_a_changed_one_is(tmp_path,
 
 def test_a_damaged_record_of_what_was_drawn_only_means_drawing_again(tmp_path):
     write_run(tmp_path, "20260101-000000-a", "openai:gpt-4.1-mini", TASKS)
-    plot_folder(tmp_path)
+    plot_folder(tmp_path, scrubber=NO_SECRETS)
     before = identities(tmp_path)
     for damage in ("not json", "[1, 2]", '{"pass_rate": 7}'):
         (tmp_path / RENDERED).write_text(damage)
-        plot_folder(tmp_path)
+        plot_folder(tmp_path, scrubber=NO_SECRETS)
         after = identities(tmp_path)
         assert after.keys() == before.keys()
         assert after["pass_rate.svg"] != before["pass_rate.svg"]

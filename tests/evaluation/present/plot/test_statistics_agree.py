@@ -18,6 +18,7 @@ import pytest
 from bat.evaluation.log.store import write_episode, write_results
 from bat.evaluation.stats import row_of, summarize
 from tests.evaluation.present.plot.runkit import episode_of, write_run
+from tests.logkit import NO_SECRETS
 
 # 22 episodes, so that every quartile falls between two of them (interpolated).
 OUTCOMES = {"alpha": "ppfp", "beta": "pfff", "gamma": "ppip", "delta": "afpp", "eps": "pppp"}
@@ -35,14 +36,14 @@ def run(tmp_path) -> tuple[Path, dict[str, Any], dict[str, Any]]:
             )
             episode.trace.wall_time_s = round(0.137 * (position + 1) ** 1.5 + attempt / 7, 4)
             episode.trace.usage.prompt_tokens += 7 * position * attempt
-            write_episode(model_dir, task_id, episode)
+            write_episode(model_dir, task_id, episode, scrubber=NO_SECRETS)
             rows.append(row_of(episode))
     warm = [row_of(episode_of("warm-up", n, "p", model="openai:m")) for n in (1, 2)]
     summary, metrics = summarize(
         [*warm, *rows], k=4, model="openai:m", task_order=["warm-up", *OUTCOMES],
         run_id="20260101-000000-x",
     )  # fmt: skip
-    write_results(model_dir, summary, metrics)
+    write_results(model_dir, summary, metrics, scrubber=NO_SECRETS)
     return (
         base,
         json.loads((model_dir / "metrics.json").read_text()),
@@ -140,7 +141,7 @@ def test_the_report_runs_table_shows_metrics_json_numbers(run):
 
     base, metrics, summary = run
     stats = metrics["summary"]
-    plot_folder(base)
+    plot_folder(base, scrubber=NO_SECRETS)
     row = runs_table((base / "report.html").read_text())
     low, high = stats["pass_rate_ci95"]
     wall = stats["wall_time_s"]
