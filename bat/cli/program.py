@@ -101,7 +101,7 @@ class BatProgram(Program):
                 print(exc, file=sys.stderr, end="")
             return exc.result.exited or 1
         except BatError as exc:
-            print(error_text(exc, scrub_of(self.config)), file=sys.stderr)
+            print(error_text(exc, scrub_of(getattr(self, "config", None))), file=sys.stderr)
             return exc.exit_code
         except KeyboardInterrupt:
             return report(INTERRUPTED, 130)
