@@ -1,10 +1,29 @@
-"""Shared test helpers: run the real ``bat`` console script in a subprocess."""
+"""Shared test helpers: run ``bat`` as a user would, in this process or as a new one.
+
+Most tests run the real ``BatProgram`` in this process (:func:`run_bat`): the console
+script's own steps, with the test's cwd, environment and argv, its stdout and stderr
+captured, and a time limit. A new interpreter per call cost a third of a second to a
+second of the suite's time each, hundreds of times. Tests about the process itself
+(signals, the exit of the interpreter, what ``bat --help`` imports, a memory bomb) ask
+for one with ``process=True`` (or ``start_bat`` in tests/evalkit.py).
+
+The run context of a command line lives in that command line's Invoke configuration,
+and bat keeps no module state between commands (docs/development.md), so two commands
+run in one process see nothing of each other.
+"""
 
 from __future__ import annotations
 
+import compileall
+import contextlib
+import io
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +41,14 @@ REPO = Path(__file__).resolve().parents[1]
 BAT = Path(sys.executable).with_name("bat")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Bytecode for bat and the fixtures, made once: every agent and ``bat`` process a
+    test starts would otherwise compile what it imports again (the machine may set
+    PYTHONDONTWRITEBYTECODE, which stops Python from keeping what it compiled)."""
+    for folder in ("bat", "eval_fixtures", "tests"):
+        compileall.compile_dir(REPO / folder, quiet=1, workers=1)
+
+
 @dataclass
 class Result:
     """What one ``bat`` run printed and returned."""
@@ -31,21 +58,88 @@ class Result:
     err: str
 
 
+class TimeLimit(BaseException):
+    """Raised in the program by the alarm: a BaseException, so no ``except Exception`` of
+    bat's can take a hang for an accepted input."""
+
+
 def run_bat(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 60
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+    process: bool = False,
 ) -> Result:
-    """Run the installed ``bat`` with ``args``; never raises on a non-zero exit."""
-    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
-    proc = subprocess.run(
-        [str(BAT), *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    return Result(proc.returncode, proc.stdout, proc.stderr)
+    """Run ``bat ARGS`` and return what it printed and its exit status; never raises on a
+    non-zero exit. In this process unless ``process`` (then the installed console script)."""
+    if process:
+        proc = subprocess.run(
+            [str(BAT), *args],
+            cwd=cwd,
+            env={**os.environ, "NO_COLOR": "1", **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+    from bat.cli.program import BatProgram
+
+    out, err = _Stream(), _Stream()
+    with _as_a_process(args, cwd, env), _time_limit(timeout):
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = BatProgram().run(["bat", *args], exit=False)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except TimeLimit:
+            raise subprocess.TimeoutExpired(["bat", *args], timeout) from None
+        except Exception:  # what a user would see: a traceback on stderr, status 1
+            err.write(traceback.format_exc())
+            code = 1
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+class _Stream(io.StringIO):
+    """What a process's stdout or stderr is when a test reads it: a UTF-8 pipe."""
+
+    encoding = "utf-8"
+
+
+@contextlib.contextmanager
+def _as_a_process(args: tuple[str, ...], cwd: Path | None, env: dict[str, str] | None):
+    """The current folder, ``os.environ`` and ``sys.argv`` of a ``bat`` process started
+    with ``cwd`` and ``env`` (over this one's environment), restored afterwards."""
+    saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
+    saved_tempdir = tempfile.tempdir
+    try:
+        os.environ.update({"NO_COLOR": "1", **(env or {})})
+        tempfile.tempdir = None  # a TMPDIR of env is read, as a new process would
+        sys.argv = [str(BAT), *args]
+        os.chdir(cwd or saved_cwd)
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        sys.argv = saved_argv
+        os.environ.clear()
+        os.environ.update(saved_env)
+        tempfile.tempdir = saved_tempdir
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """:class:`TimeLimit` in this (main) thread after ``seconds``."""
+
+    def alarm(signum: int, frame: object) -> None:
+        raise TimeLimit(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture

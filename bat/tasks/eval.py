@@ -32,7 +32,7 @@ from bat.figures import counted
 from bat.tasks._chain import run_context
 from bat.tasks._options import BatTask, command, setting
 
-DEFAULTS = {"file": "eval/eval.yaml", "run_dir": None, "image": None}
+DEFAULTS = {"file": "eval/eval.yaml", "image": None}
 
 
 def _context(c: Context):
@@ -48,8 +48,8 @@ def _stage_run(c: Context, run: str | None, *, batcli: bool = False):
     """The run a stage works on, recorded for the stages chained after it.
 
     ``--run``, else the run an earlier stage of this command line worked on (the run
-    context's), else the setting ``eval.run_dir``, else the latest. With ``batcli``, a
-    run folder of bat-cli 2026.10 (no run.json) is taken too.
+    context's), else the latest. With ``batcli``, a run folder of bat-cli 2026.10 (no
+    run.json) is taken too.
     """
     from pathlib import Path
 
@@ -58,10 +58,9 @@ def _stage_run(c: Context, run: str | None, *, batcli: bool = False):
     from bat.evaluation.log.run import find_run
 
     ctx = _context(c)
-    configured = setting(c, None, "eval.run_dir", None)  # bat.yaml, BAT_EVAL_RUN_DIR
-    if run or (configured and not ctx.run_dir):
-        _check_run(str(run or configured), "--run" if run else "eval.run_dir")
-    chosen = run or (str(ctx.run_dir) if ctx.run_dir else None) or configured
+    if run:
+        _check_run(run, "--run")
+    chosen = run or (str(ctx.run_dir) if ctx.run_dir else None)
     found = None
     if chosen and layout.is_run_folder(Path(chosen)):
         found = Path(chosen)

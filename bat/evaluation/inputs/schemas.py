@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from bat.evaluation.log import layout
+from bat.evaluation.log import layout, outcome
 
 
 @dataclass(frozen=True)
@@ -358,7 +358,7 @@ def _tasks_json(task: dict[str, Any]) -> dict[str, Any]:
     task["properties"]["id"]["pattern"] = r"^\S(?:[^\x00-\x1f\x7f]*\S)?$"
 
     # Status words in any case, failed for error, ... (normalize_status); null: unchecked.
-    words = [*get_args(dataset.Status), *dataset.STATUS_SYNONYMS]
+    words = [*get_args(outcome.Status), *outcome.STATUS_SYNONYMS]
     caseless = "|".join(_caseless(word) for word in words)
     expected["status"] = {
         "anyOf": [
