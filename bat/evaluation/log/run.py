@@ -282,3 +282,15 @@ def model_dir(run_dir: Path, model: ModelEntry, index: int) -> Path:
     InputError naming run.json and the key, so no command reads or writes elsewhere."""
     layout.inside(run_dir, model.dir, file=run_dir / RUN_FILE, key=f"models[{index}].dir")
     return run_dir / model.dir
+
+
+# What a plugin or script reading a run may import (docs/reuse.md; tests/test_reuse.py).
+__all__ = [
+    "RUN_FILE",
+    "RUN_SCHEMA",
+    "ModelEntry",
+    "RunRecord",
+    "find_run",
+    "model_dirs",
+    "read_run",
+]

@@ -251,8 +251,9 @@ def test_nothing_to_export_is_a_usage_mistake(made):
     assert result.code == 2 and "nothing to export: give --to NAME:PATH" in result.err
 
 
-def _plugin_site(root: Path, body: str, name: str = "myplug") -> Path:
-    """A real installed distribution: a package and its .dist-info on a path folder."""
+def _plugin_site(root: Path, body: str, name: str = "myplug", exporter: str = "myfmt") -> Path:
+    """A real installed distribution: a package and its .dist-info on a path folder,
+    declaring its ``export`` as the exporter named ``exporter``."""
     site = root / "site"
     (site / name).mkdir(parents=True)
     (site / name / "__init__.py").write_text(body, encoding="utf-8")
@@ -262,7 +263,7 @@ def _plugin_site(root: Path, body: str, name: str = "myplug") -> Path:
         f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n", encoding="utf-8"
     )
     (info / "entry_points.txt").write_text(
-        f"[bat.exporters]\nmyfmt = {name}:export\n", encoding="utf-8"
+        f"[bat.exporters]\n{exporter} = {name}:export\n", encoding="utf-8"
     )
     return site
 
@@ -310,6 +311,33 @@ def test_a_third_party_exporter_is_found_through_its_entry_point(made, tmp_path)
     ]
     assert found["junit"][0] == "bat-cli" and found["junit"][4] is None
     assert found["junit"][2].startswith("JUnit XML")
+
+
+def test_a_plugin_cannot_take_a_built_in_name(made, tmp_path):
+    """The built-ins are bat's code, not entry points a plugin could shadow: a plugin
+    declaring ``junit`` is not used, and --to junit: writes bat's JUnit XML."""
+    site = _plugin_site(tmp_path, PLUGIN, name="shadowplug", exporter="junit")
+    env = {"PYTHONPATH": str(site)}
+    out = tmp_path / "j.xml"
+    result = export(made, "--to", f"junit:{out}", env=env)
+    assert result.code == 0, result.err
+    SCHEMA.validate(str(out))  # bat's JUnit XML, not the plugin's counts
+    listing = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from bat.evaluation.present.export import available_exporters as a; "
+            "print(a()['junit'].distribution, a()['junit'].value)",
+        ],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert listing.stdout.split() == [
+        "bat-cli",
+        "bat.evaluation.present.export.junit:JUnitExporter",
+    ]
 
 
 def test_a_plugin_that_fails_to_load_is_named_in_one_line(made, tmp_path):
