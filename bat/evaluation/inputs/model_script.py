@@ -17,7 +17,7 @@ answers, and with none the reply is ``echo: <last user message>``::
     - match: plus               # the model asks for add(a=2, b=3)...
       tool_calls: [{name: add, args: {a: 2, b: 3}}]
     - match: slow
-      delay_ms: 2000            # ...or answers after two seconds, as a loaded model does
+      delay_ms: 2000            # it answers after two seconds, as a loaded model does
       reply: 'echo: {last}'
 
 * ``match`` / ``regex``: a substring / a regular expression searched in the text

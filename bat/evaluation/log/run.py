@@ -184,8 +184,8 @@ def mark_ended(run_dir: Path, status: str, models: list[dict[str, Any]]) -> None
     """Say in run.json how the run ended early, even on a full disk.
 
     The record (status, end time, models) is rewritten atomically when there is room.
-    When there is none, only the status word is changed, in place and within the bytes
-    the file already has: a write that needs no new block cannot find the disk full,
+    When there is none, only the status is changed, in place and within the bytes the
+    file already has: a write that needs no new block cannot find the disk full,
     whereas one that grew the file could be cut short there and leave run.json unreadable
     JSON, worse than a stale status. ``"interrupted"`` is 4 bytes longer than
     ``"running"``, so the word is not swapped alone: the whole member, with the

@@ -124,8 +124,9 @@ def openai_answer(chat: Chat, answer: Answer) -> Response:
         choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
         completion = {**head, "object": "chat.completion", "choices": [choice]}
         return JSONResponse({**completion, "usage": answer.usage})
-    usage = (chat.body.get("stream_options") or {}).get("include_usage")
-    return EventSourceResponse(_openai_chunks(head, answer, calls, finish, bool(usage)))
+    options = chat.body.get("stream_options")
+    with_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+    return EventSourceResponse(_openai_chunks(head, answer, calls, finish, with_usage))
 
 
 async def _openai_chunks(
