@@ -158,3 +158,34 @@ def home(tmp_path, monkeypatch):
         if key.startswith("BAT_"):
             monkeypatch.delenv(key)
     return path
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MB tmpfs (root only: skipped elsewhere), unmounted afterwards."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def fill(folder: Path) -> Path:
+    """Fill the file system of ``folder`` to the last byte; the ballast file."""
+    ballast = folder / "ballast"
+    with ballast.open("wb", buffering=0) as handle:
+        for size in (1 << 20, 1 << 12, 1):
+            try:
+                while True:
+                    handle.write(b"\0" * size)
+            except OSError:
+                continue
+    return ballast

@@ -27,3 +27,6 @@ def client(c: Context, names: str, force: bool = False) -> None:
 
 ns = Collection("add")
 ns.add_task(client)
+
+# What another project's tasks.py may import (docs/reuse.md; tests/test_reuse.py).
+__all__ = ["client", "ns"]

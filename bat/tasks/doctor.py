@@ -46,3 +46,7 @@ def doctor(c: Context, json: bool = False, host: str | None = None, build: bool 
         raise OperationError(
             f"doctor: {counted(len(failing), 'required check')} failed: {', '.join(failing)}"
         )
+
+
+# What another project's tasks.py may import (docs/reuse.md; tests/test_reuse.py).
+__all__ = ["doctor"]

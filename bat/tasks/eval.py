@@ -645,3 +645,7 @@ for _task in (
     ns.add_task(_task)
 ns.add_task(view)
 ns.configure({"eval": dict(DEFAULTS)})
+
+# What another project's tasks.py may import (docs/reuse.md; tests/test_reuse.py).
+__all__ = ["compare", "export", "gate", "init", "judge", "merge", "ns", "plot", "run"]
+__all__ += ["schema", "show", "summarize", "verdict", "view"]

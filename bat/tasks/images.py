@@ -186,3 +186,6 @@ ns = Collection("images")
 ns.add_task(build)
 ns.add_task(push)
 ns.configure(DEFAULTS)
+
+# What another project's tasks.py may import (docs/reuse.md; tests/test_reuse.py).
+__all__ = ["build", "ns", "push"]

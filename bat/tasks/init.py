@@ -77,3 +77,6 @@ ns.configure(
         }
     }
 )
+
+# What another project's tasks.py may import (docs/reuse.md; tests/test_reuse.py).
+__all__ = ["agent", "ns"]

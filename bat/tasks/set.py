@@ -77,3 +77,6 @@ def env(
 
 ns = Collection("set")
 ns.add_task(env)
+
+# What another project's tasks.py may import (docs/reuse.md; tests/test_reuse.py).
+__all__ = ["env", "ns"]

@@ -13,3 +13,7 @@ def version(c: Context) -> None:
     from bat.version import version_line
 
     print(version_line())
+
+
+# What another project's tasks.py may import (docs/reuse.md; tests/test_reuse.py).
+__all__ = ["version"]

@@ -1,184 +1,255 @@
 """A model's script: the rule file of the stand-in model bat serves (``script:``).
 
 A ``models:`` entry of eval.yaml with ``script: FILE`` is answered by bat's scripted model
-server (:mod:`bat.evaluation.run.scripted_model`) from this file, and eval.yaml's loader
-checks the file before any agent starts. The format is described there; this module
-holds the rules and how they pick an answer, with no server in it.
+server (:mod:`bat.evaluation.run.scripted_model`), and eval.yaml's loader checks FILE
+before any agent starts. This module is that file's format, as pydantic models, and how a
+rule picks an answer; there is no server in it.
+
+A rule file (JSON, or YAML) is a list of rules; the first rule matching a conversation
+answers, and with none the reply is ``echo: <last user message>``::
+
+    - match: weather            # a substring of the last user message
+      reply: It is sunny.
+    - regex: '^(hi|hello)\\b'    # a regular expression searched in it
+      reply: Hello!
+    - after_tool: add           # the last message is the result of a call to `add`
+      reply: 'The sum is {result}.'
+    - match: plus               # the model asks for add(a=2, b=3)...
+      tool_calls: [{name: add, args: {a: 2, b: 3}}]
+    - match: slow
+      delay_ms: 2000            # it answers after two seconds, as a loaded model does
+      reply: 'echo: {last}'
+
+* ``match`` / ``regex``: a substring / a regular expression searched in the text
+  ``scope`` names; neither: the rule matches anything.
+* ``scope``: ``last`` (default; the last user message) or ``prompt`` (the text of every
+  message, system prompt included, joined by newlines).
+* ``reply``: the assistant's content, verbatim but for ``{last}`` and ``{first}`` (the
+  last and first user messages), ``{user_count}``, ``{message_count}`` (system prompt
+  included) and ``{result}`` (the tool result answered), so a test of an agent can check
+  that it sent its history.
+* ``tool_calls``: the tools the model asks for, ``[{name, args}]`` (``reply`` optional,
+  sent beside them). Such a rule never answers a conversation whose last message is a
+  tool result, so a tool loop ends.
+* ``after_tool``: a tool name, or ``*`` for any: the rule answers only a conversation
+  whose last message is that tool's result, its ``match``/``regex`` searched in the
+  result.
+* ``delay_ms``: wait this long before answering. A real model takes seconds; a stand-in
+  that answers at once never shows whether the agent's own model timeout, bat's
+  ``turn_timeout_s`` and the run's latency figures behave under a slow model, nor lets
+  concurrent episodes overlap the way they will.
+
+A rule needs a ``reply`` or ``tool_calls``; any other key is an error naming the rule and
+the key. Making a model fail on purpose (an HTTP status, a raw body, "only the first N
+times") is for bat's own tests: ``eval_fixtures/model_server.py`` extends these models.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PrivateAttr,
+    RootModel,
+    ValidationError,
+    model_validator,
+)
 
 ECHO = "echo: {last}"
 PLACEHOLDER = re.compile(r"\{(last|first|user_count|message_count|result)\}")
 Messages = list[dict[str, Any]]
+LONGEST_DELAY_MS = 600_000  # ten minutes: longer than any turn timeout worth testing
 
 
-RULE_KEYS = {"match", "regex", "scope", "reply", "status", "body", "retry_after", "delay_ms"}
-RULE_KEYS |= {"times", "tool_calls", "after_tool"}
-SCOPES = ("last", "prompt")
+class ScriptError(ValueError):
+    """A rule file that cannot be used, said in one line naming the rule and the key."""
 
 
-@dataclass(frozen=True)
-class Rule:
-    """One scripted answer: ``reply`` when ``pattern`` occurs in the text ``scope`` names.
+class _Strict(BaseModel):
+    """A mapping of the rule file: exact types, no key unknown (a typo fails at load)."""
 
-    ``status``, ``body``, ``retry_after`` and ``delay_ms`` make the answer misbehave;
-    ``times`` limits the rule to its first N matches.
-    """
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        """One message for a non-mapping or unknown keys, listing the keys known."""
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a mapping, got {_shown(data)}")
+        unknown = sorted({str(key) for key in data} - set(cls.model_fields))
+        if unknown:
+            raise ValueError(cls._unknown_keys(unknown))
+        return data
+
+    @classmethod
+    def _unknown_keys(cls, unknown: list[str]) -> str:
+        return f"unknown key(s) {unknown}; known: {', '.join(sorted(cls.model_fields))}"
+
+
+class ToolCall(_Strict):
+    """A tool the model asks for: its name and arguments."""
+
+    name: str = Field(min_length=1)
+    args: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @property
+    def arguments(self) -> str:
+        """The arguments as the JSON text OpenAI's wire format carries."""
+        return json.dumps(self.args)
+
+
+class Rule(_Strict):
+    """One scripted answer: ``reply`` (or ``tool_calls``) when the rule matches."""
+
+    # The keys of which a rule needs one, not empty: what makes it answer.
+    ANSWERS: ClassVar[tuple[str, ...]] = ("reply", "tool_calls")
+    # What bat's test server (eval_fixtures/model_server.py) adds, said as such when a
+    # stand-in's script uses it: a user copying a test's rule learns why it is refused.
+    TEST_ONLY: ClassVar[frozenset[str]] = frozenset({"status", "body", "retry_after", "times"})
+
+    match: str | None = None
+    regex: str | None = None
+    scope: Literal["last", "prompt"] = "last"
     reply: str | None = None
-    pattern: re.Pattern[str] | None = None  # None: the default rule, matching anything
-    scope: str = "last"
-    status: int | None = None
-    body: str | None = None
-    retry_after: str | None = None
-    delay_ms: int = 0
-    times: int | None = None
-    tool_calls: tuple[tuple[str, str], ...] = ()  # (name, arguments as JSON)
-    after_tool: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    after_tool: str | None = Field(default=None, min_length=1)
+    delay_ms: int = Field(default=0, ge=0, le=LONGEST_DELAY_MS)
 
-    def matches(self, last: str, prompt: str, tool: tuple[str, str] | None = None) -> bool:
-        """Whether this rule answers; ``tool`` is (name, result) when the last message
-        is a tool result."""
+    _pattern: re.Pattern[str] | None = PrivateAttr(default=None)
+
+    @classmethod
+    def _unknown_keys(cls, unknown: list[str]) -> str:
+        text = super()._unknown_keys(unknown)
+        faults = sorted(cls.TEST_ONLY.intersection(unknown))
+        if faults:
+            text += (
+                f" ({' and '.join(faults)}: failing on purpose is for bat's own tests, "
+                "not a stand-in model)"
+            )
+        return text
+
+    @model_validator(mode="after")
+    def _answers_and_pattern(self) -> Rule:
+        if all(getattr(self, key) in (None, []) for key in self.ANSWERS):
+            raise ValueError(f"needs {' or '.join(repr(key) for key in self.ANSWERS)}")
+        if self.match is not None and self.regex is not None:
+            raise ValueError("give 'match' or 'regex', not both")
+        source = re.escape(self.match) if self.match is not None else self.regex
+        if source is not None:
+            try:
+                self._pattern = re.compile(source)
+            except (re.error, OverflowError, RecursionError) as exc:
+                raise ValueError(f"regex: not a regular expression: {exc}") from None
+        return self
+
+    def matches(self, conversation: Conversation) -> bool:
+        """Whether this rule answers ``conversation``."""
+        tool = conversation.tool
         if self.after_tool is not None:
             if tool is None or self.after_tool not in ("*", tool[0]):
                 return False
-            return self.pattern is None or self.pattern.search(tool[1]) is not None
+            return self._found_in(tool[1])
         if self.tool_calls and tool is not None:
             return False
-        text = prompt if self.scope == "prompt" else last
-        return self.pattern is None or self.pattern.search(text) is not None
+        return self._found_in(conversation.prompt if self.scope == "prompt" else conversation.last)
 
+    def _found_in(self, text: str) -> bool:
+        return self._pattern is None or self._pattern.search(text) is not None
+
+
+class Rules(RootModel[list[Rule]]):
+    """The script: ordered rules, the first match wins, echo when none does."""
+
+    model_config = ConfigDict(strict=True, frozen=True)
+
+    root: list[Rule]
+
+    @model_validator(mode="before")
     @classmethod
-    def from_item(cls, index: int, item: Any) -> Rule:
-        """One validated rule of a rule file (``index`` is for the error message)."""
-        if not isinstance(item, dict):
-            raise ValueError(f"rule {index}: expected a mapping, got {item!r}")
-        unknown = sorted(set(map(str, item)) - RULE_KEYS)
-        if unknown:
-            raise ValueError(f"rule {index}: unknown key(s) {unknown}; known: {sorted(RULE_KEYS)}")
-        if not any(key in item for key in ("reply", "status", "body", "tool_calls")):
-            raise ValueError(
-                f"rule {index}: needs a 'reply' text (or a 'status', 'body' or 'tool_calls')"
-            )
-        tool_calls = _tool_calls(index, item.get("tool_calls", []))
-        after_tool = item.get("after_tool")
-        if after_tool is not None and (not isinstance(after_tool, str) or not after_tool):
-            raise ValueError(f"rule {index}: 'after_tool' is a tool name or '*'")
-        for key in ("reply", "body"):
-            if key in item and not isinstance(item[key], str):
-                raise ValueError(f"rule {index}: '{key}' must be a text, got {item[key]!r}")
-        if "match" in item and "regex" in item:
-            raise ValueError(f"rule {index}: give 'match' or 'regex', not both")
-        scope = item.get("scope", "last")
-        if scope not in SCOPES:
-            raise ValueError(f"rule {index}: 'scope' is one of {SCOPES}, got {scope!r}")
-        status = item.get("status")
-        if status is not None and (
-            isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599
-        ):
-            raise ValueError(f"rule {index}: 'status' must be an HTTP status, got {status!r}")
-        numbers = {key: item.get(key) for key in ("delay_ms", "times")}
-        for key, value in numbers.items():
-            least = 1 if key == "times" else 0
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < least
-            ):
-                raise ValueError(f"rule {index}: '{key}' must be a whole number ≥ {least}")
-        retry_after = item.get("retry_after")
-        source = re.escape(str(item["match"])) if "match" in item else item.get("regex")
-        return cls(
-            reply=item.get("reply"),
-            pattern=None if source is None else re.compile(str(source)),
-            scope=scope,
-            status=status,
-            body=item.get("body"),
-            retry_after=None if retry_after is None else str(retry_after),
-            delay_ms=numbers["delay_ms"] or 0,
-            times=numbers["times"],
-            tool_calls=tool_calls,
-            after_tool=after_tool,
-        )
-
-
-def _tool_calls(index: int, value: Any) -> tuple[tuple[str, str], ...]:
-    """A rule's ``tool_calls``: ``[{name, args}]`` as (name, arguments as JSON) pairs."""
-    if not isinstance(value, list):
-        raise ValueError(f"rule {index}: 'tool_calls' is a list of {{name, args}}")
-    calls = []
-    for call in value:
-        if not (isinstance(call, dict) and isinstance(call.get("name"), str) and call["name"]):
-            raise ValueError(f"rule {index}: each tool call needs a 'name', got {call!r}")
-        if set(call) - {"name", "args"} or not isinstance(call.get("args", {}), dict):
-            raise ValueError(f"rule {index}: a tool call is {{name, args: {{...}}}}, got {call!r}")
-        calls.append((call["name"], json.dumps(call.get("args", {}))))
-    return tuple(calls)
-
-
-@dataclass(frozen=True)
-class Rules:
-    """The script of the server: ordered rules, first match wins, echo when none does."""
-
-    rules: tuple[Rule, ...] = ()
+    def _a_list(cls, data: Any) -> Any:
+        if not isinstance(data, list):
+            raise ValueError(f"a rule file holds a list of rules, got {_shown(data)}")
+        return data
 
     @classmethod
     def load(cls, path: str | Path) -> Rules:
-        """Read a rule file: JSON if its name ends with .json, YAML otherwise."""
-        text = Path(path).read_text(encoding="utf-8")
-        if str(path).endswith(".json"):
-            return cls.from_data(json.loads(text))
-        import yaml  # only YAML rule files need it
+        """Read a rule file: JSON if its name ends with .json, YAML otherwise, read as
+        every input file of bat is (:mod:`bat.input_files`: bounded in size, aliases and
+        depth; UTF-8; no key written twice). FileNotFoundError when it is missing;
+        ScriptError when it cannot be read or is not a script."""
+        from bat.errors import InputError
+        from bat.input_files import CONFIG_LIMIT, parse_json, parse_yaml, read_text
 
         try:
-            return cls.from_data(yaml.safe_load(text))
-        except yaml.YAMLError as exc:
-            raise ValueError(f"not valid YAML: {exc}") from exc
+            text = read_text(path, limit=CONFIG_LIMIT, kind="a model script")
+            parse = parse_json if str(path).endswith(".json") else parse_yaml
+            data = parse(text, path)
+        except InputError as exc:  # worded "<path>: what is wrong": the caller names it
+            raise ScriptError(exc.message.removeprefix(str(path)).lstrip(": ")) from None
+        return cls.from_data(data)
 
     @classmethod
     def from_data(cls, data: Any) -> Rules:
-        """Validate parsed rules, so a typo fails at start-up rather than mid-test."""
-        if not isinstance(data, list):
-            raise ValueError("a rule file holds a list of {match|regex, reply} rules")
-        return cls(tuple(Rule.from_item(index, item) for index, item in enumerate(data)))
+        """Validate parsed rules, so a typo fails at start-up rather than mid-run."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ScriptError(_problem(exc)) from None
 
-    def pick(self, messages: Messages, used: Counter[int] | None = None) -> tuple[Rule | None, str]:
-        """The rule answering a conversation (None: echo) and its reply, filled in.
+    def matching(self, conversation: Conversation) -> Iterator[tuple[int, Rule]]:
+        """The rules matching ``conversation``, with their positions, in order."""
+        for index, rule in enumerate(self.root):
+            if rule.matches(conversation):
+                yield index, rule
 
-        ``used`` counts the answers of each rule (by position), for rules with ``times``;
-        without it, ``times`` is ignored.
-        """
-        users = [content_text(m.get("content")) for m in messages if m.get("role") == "user"]
-        last = users[-1] if users else ""
-        prompt = "\n".join(content_text(m.get("content")) for m in messages)
-        tool = tool_result(messages)
-        rule = None
-        for index, candidate in enumerate(self.rules):
-            if not candidate.matches(last, prompt, tool):
-                continue
-            if used is not None and candidate.times is not None:
-                if used[index] >= candidate.times:
-                    continue
-                used[index] += 1
-            rule = candidate
-            break
-        template = rule.reply if rule is not None and rule.reply is not None else ECHO
-        values = {"last": last, "first": users[0] if users else "", "user_count": str(len(users))}
-        values["message_count"] = str(len(messages))
-        values["result"] = tool[1] if tool else ""
-        if rule is not None and rule.tool_calls and rule.reply is None:
-            template = ""
-        return rule, PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+    def first(self, conversation: Conversation) -> Rule | None:
+        """The rule answering ``conversation``; None: the echo."""
+        return next((rule for _, rule in self.matching(conversation)), None)
 
-    def reply(self, messages: Messages) -> str:
-        """The scripted reply to a conversation, placeholders filled in."""
-        return self.pick(messages)[1]
+
+@dataclass(frozen=True)
+class Conversation:
+    """What the rules look at in a chat request: its user messages, its whole prompt, and
+    the tool result it ends with, if any."""
+
+    users: tuple[str, ...]
+    prompt: str
+    tool: tuple[str, str] | None  # (tool name, result) when the last message is a result
+    message_count: int
+
+    @classmethod
+    def of(cls, messages: Messages) -> Conversation:
+        texts = [content_text(m.get("content")) for m in messages]
+        users = tuple(t for t, m in zip(texts, messages, strict=True) if m.get("role") == "user")
+        return cls(users, "\n".join(texts), tool_result(messages), len(messages))
+
+    @property
+    def last(self) -> str:
+        return self.users[-1] if self.users else ""
+
+    def reply(self, rule: Rule | None) -> str:
+        """What ``rule`` (None: the echo) says to this conversation, placeholders filled."""
+        if rule is None or rule.reply is None:
+            template = "" if rule is not None and rule.tool_calls else ECHO
+        else:
+            template = rule.reply
+        values = {
+            "last": self.last,
+            "first": self.users[0] if self.users else "",
+            "user_count": str(len(self.users)),
+            "message_count": str(self.message_count),
+            "result": self.tool[1] if self.tool else "",
+        }
+        return PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
 
 def tool_result(messages: Messages) -> tuple[str, str] | None:
@@ -191,7 +262,8 @@ def tool_result(messages: Messages) -> tuple[str, str] | None:
     last = messages[-1]
     name = last.get("tool_name") or last.get("name")
     for message in reversed(messages):
-        for call in message.get("tool_calls") or []:
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:
             if isinstance(call, dict) and call.get("id") == last.get("tool_call_id"):
                 name = name or (call.get("function") or {}).get("name")
     return str(name or ""), content_text(last.get("content"))
@@ -200,5 +272,30 @@ def tool_result(messages: Messages) -> tuple[str, str] | None:
 def content_text(content: Any) -> str:
     """The text of a message: a string, or the text parts of a list of content parts."""
     if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        texts = (p.get("text") for p in content if isinstance(p, dict))
+        return "".join(text for text in texts if isinstance(text, str))
     return content if isinstance(content, str) else ""
+
+
+def _problem(exc: ValidationError) -> str:
+    """The first problem of a rule file, in one line: ``rule 2: tool_calls[0].name: ...``."""
+    error = exc.errors()[0]
+    cause = (error.get("ctx") or {}).get("error")
+    message = str(cause) if error["type"] == "value_error" and cause else error["msg"]
+    rule, *key = error["loc"] or ("",)
+    where = "".join(
+        f"[{part}]" if isinstance(part, int) else " key" if part == "[key]" else f".{part}"
+        for part in key
+    )
+    text = f"{where.lstrip('.')}: {message}" if where else message
+    return _one_line(f"rule {rule}: {text}" if rule != "" else text)
+
+
+def _shown(value: Any) -> str:
+    """A value as an error message shows it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _one_line(value: Any) -> str:
+    return " ".join(str(value).split())

@@ -10,3 +10,8 @@ Every stage, chart, report and comparison reads and writes a run through this pa
   versions and bat-cli 2026.10's files read as today's;
 * ``batcli``   bat-cli 2026.10's run folders, read and re-judged in their own format.
 """
+
+# The modules a plugin or script reads a run with (docs/reuse.md; tests/test_reuse.py);
+# the others are bat's own writers and readers, and may change. An exporter gets the run
+# already read: bat.evaluation.present.export.RunData.
+__all__ = ["episode", "run", "summary"]

@@ -278,3 +278,23 @@ class EpisodeResult(BaseModel):
             return text + "\n"
         data = scrubber.data(self.model_dump(mode="json", by_alias=True))
         return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+
+
+# What a plugin or script reading a run may import (docs/reuse.md; tests/test_reuse.py).
+__all__ = [
+    "EPISODE_SCHEMA",
+    "AgentCall",
+    "AgentError",
+    "Aux",
+    "Check",
+    "DimensionScore",
+    "EpisodeResult",
+    "EpisodeTrace",
+    "InfraError",
+    "JudgeScores",
+    "StatusEvent",
+    "ToolCall",
+    "TurnRecord",
+    "Usage",
+    "Verdict",
+]

@@ -185,23 +185,57 @@ def mark_ended(
 ) -> None:
     """Say in run.json how the run ended early, even on a full disk.
 
-    When the atomic rewrite finds no room, the status word alone is changed in place:
-    ``interrupted`` and ``failed`` are no longer than ``running``, so no new block is
-    needed. Nothing else of the file is touched then.
+    The record (status, end time, models) is rewritten atomically when there is room.
+    When there is none, only the status is changed, in place and within the bytes the
+    file already has: a write that needs no new block cannot find the disk full,
+    whereas one that grew the file could be cut short there and leave run.json unreadable
+    JSON, worse than a stale status. ``"interrupted"`` is 4 bytes longer than
+    ``"running"``, so the word is not swapped alone: the whole member, with the
+    whitespace :func:`write_run` lays around it, is replaced by one of exactly its length
+    (:func:`status_member`), compact if need be and padded with spaces, which JSON allows
+    between tokens. run.json then reads as the same record with the new status (no end
+    time). A file not laid out as :func:`write_run` writes it is left as it is, saying
+    ``running``: stale, but readable. (A copy-on-write file system may refuse even an
+    overwrite on a full disk; the file is then unchanged too.)
     """
     try:
         update_run(run_dir, scrubber=scrubber, status=status, ended_at=now_iso(), models=models)
         return
     except (OSError, InputError):
         pass
-    path = run_dir / RUN_FILE
-    with contextlib.suppress(OSError), path.open("r+b") as handle:
-        text = handle.read()
-        changed = text.replace(b'"status": "running"', f'"status": "{status}"'.encode(), 1)
-        if changed != text:
-            handle.seek(0)
-            handle.write(changed)
-            handle.truncate()
+    with contextlib.suppress(OSError):
+        patch_status(run_dir / RUN_FILE, status)
+
+
+def patch_status(path: Path, status: str) -> bool:
+    """Change the ``running`` status of the run.json at ``path`` to ``status`` in place,
+    in the bytes it has (see :func:`mark_ended`); whether it did."""
+    with path.open("r+b", buffering=0) as handle:
+        found = _RUNNING_MEMBER.search(handle.read())
+        patch = status_member(status, len(found.group())) if found else None
+        if found is None or patch is None:
+            return False
+        handle.seek(found.start())
+        handle.write(patch)
+        return True
+
+
+# The run's own status member as write_run lays it out (indent=1: the top level is the
+# only one indented by a single space; a newline inside a string is written escaped).
+_RUNNING_MEMBER = re.compile(rb'\n "status": "running",\n ')
+
+
+def status_member(status: str, size: int) -> bytes | None:
+    """The JSON member ``"status": STATUS,`` with whitespace around it, in exactly
+    ``size`` bytes: laid out as :func:`write_run` does when that fits, else compact;
+    None when even compact it does not."""
+    word = json.dumps(status).encode()
+    for head, tail in ((b'\n "status": ', b"\n "), (b'"status":', b"")):
+        member = head + word + b","
+        room = size - len(member) - len(tail)
+        if room >= 0:
+            return member + b" " * room + tail
+    return None
 
 
 def versions() -> dict[str, str | None]:
@@ -250,3 +284,15 @@ def model_dir(run_dir: Path, model: ModelEntry, index: int) -> Path:
     InputError naming run.json and the key, so no command reads or writes elsewhere."""
     layout.inside(run_dir, model.dir, file=run_dir / RUN_FILE, key=f"models[{index}].dir")
     return run_dir / model.dir
+
+
+# What a plugin or script reading a run may import (docs/reuse.md; tests/test_reuse.py).
+__all__ = [
+    "RUN_FILE",
+    "RUN_SCHEMA",
+    "ModelEntry",
+    "RunRecord",
+    "find_run",
+    "model_dirs",
+    "read_run",
+]

@@ -238,3 +238,23 @@ class Metrics(_Model):
 def dump(model: BaseModel) -> dict[str, Any]:
     """The JSON content of a summary or metrics model, with its ``schema`` key."""
     return model.model_dump(mode="json", by_alias=True)
+
+
+# What a plugin or script reading a run may import (docs/reuse.md; tests/test_reuse.py).
+__all__ = [
+    "METRICS_SCHEMA",
+    "SUMMARY_SCHEMA",
+    "Distribution",
+    "EpisodeRow",
+    "JudgeStats",
+    "Metrics",
+    "MetricsSummary",
+    "RowTime",
+    "RowTokens",
+    "RowVerdict",
+    "Summary",
+    "TaskSummary",
+    "TimeMs",
+    "TokenTotals",
+    "Totals",
+]

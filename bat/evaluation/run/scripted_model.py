@@ -1,69 +1,25 @@
-"""A scripted model server: a deterministic stand-in for an LLM provider.
+"""The scripted model server: the stand-in model bat serves for a ``script:`` entry.
 
-Why: bat's end-to-end tests and evaluations drive a *real* agent, whose framework talks
-HTTP to a model. A real model is slow, costs money, needs a key and never answers the same
-way twice. This server speaks the wire protocols of BAT-ADK's providers and answers from a
-rule file, so a test knows exactly what the agent must say, and so a new agent's first
-evaluation runs offline (a model's ``script:`` in eval.yaml, served by ``model_run``):
+Why: an evaluation drives a *real* agent, whose framework talks HTTP to a model. A real
+model is slow, costs money, needs a key and never answers the same way twice. This
+server speaks the wire protocols of BAT-ADK's providers and answers from a rule file
+(:mod:`bat.evaluation.inputs.model_script`), so a new agent's first evaluation, or a CI
+check of its wiring, runs offline and gets the same answers every time:
 
 * OpenAI chat completions: ``POST /v1/chat/completions`` (JSON, or SSE chunks ending with
   ``data: [DONE]`` when ``"stream": true``) and ``GET /v1/models``;
 * Ollama: ``POST /api/chat`` (JSON, or NDJSON lines: Ollama streams unless told not to).
 
-Rule file (JSON or YAML), a list; the first rule matching the last user message wins::
+Each route is a small method of :class:`ScriptedModel`; each protocol is a :class:`Wire`,
+which words a reply and an error its own way. Deterministic: a fixed clock and counted
+ids, so identical request sequences get byte-identical replies and a failing evaluation
+replays exactly. bat's own tests extend the class (``eval_fixtures/model_server.py``)
+with scripted failures and routes that observe and re-script a running server.
 
-    - match: weather            # a substring of the last user message
-      reply: It is sunny.
-    - regex: '^(hi|hello)\\b'    # a regular expression searched in it
-      reply: Hello!
-    - reply: 'echo: {last}'     # neither: the default rule
-
-Replies may use {last} and {first} (the last and first user messages), {user_count} and
-{message_count} (system prompt included), so a test can check that an agent sent its
-history. With no rule file, or no match, the reply is ``echo: <last user message>``.
-
-A rule can also make the server misbehave, so a test can check a client's retries,
-timeouts and parsing (an LLM judge's, say)::
-
-    - match: task-7             # the first 2 matching requests get a 429...
-      scope: prompt             # ...matched against the whole prompt, not the last message
-      status: 429
-      retry_after: 2            # the Retry-After header, in seconds
-      times: 2                  # then this rule is used up: later rules answer
-    - status: 500               # an error in the protocol's own JSON format
-    - body: '<html>oops'        # this raw text as the body (status 200 unless `status`)
-    - delay_ms: 1500            # wait before answering (the reply, or echo)
-      reply: '{"score": 1}'     # the assistant's content, verbatim (JSON, fences, chatter)
-
-A rule can also ask for tools, as a model with tools bound does, and answer what they
-returned (OpenAI ``tool_calls``, streamed or not, and Ollama's)::
-
-    - after_tool: add           # the last message is the result of a call to `add`
-      reply: 'The sum is {result}.'
-    - match: plus               # the model asks for add(a=2, b=3)...
-      tool_calls: [{name: add, args: {a: 2, b: 3}}]
-
-A rule with ``tool_calls`` (``reply`` optional, sent beside them) never answers a
-conversation whose last message is a tool result, so a tool loop ends; a rule with
-``after_tool`` (a tool name, or ``*`` for any) answers only such a conversation, its
-``match``/``regex`` searched in the result, ``{result}`` standing for it.
-
-``scope``: ``last`` (default; the last user message) or ``prompt`` (the text of every
-message, system prompt included, joined by newlines). ``times``: the rule answers its
-first N matches, then is skipped. ``body`` may hold ``{authorization}``, replaced by the
-request's Authorization header (a server reflecting credentials, for tests that check a
-client never repeats its key). A rule needs ``reply``, ``status`` or ``body``; unknown
-keys are errors.
-
-``POST /control`` changes the script of a running server (not counted in the stats):
-``{"rules": [...]}`` replaces the rules (validated as a rule file is; a bad one is a
-400) and restarts every ``times`` count; ``{"reset_stats": true}`` zeroes ``/stats``.
-
-``python -m bat.evaluation.run.scripted_model --port 8000 [--rules FILE]`` (also
-``python -m eval_fixtures.model_server``) binds only 127.0.0.1,
-prints ``listening on http://127.0.0.1:PORT`` once it accepts connections (``--port 0``
-picks a free port); ``GET /stats`` counts the requests it served, misbehaving answers
-included.
+``serving(FILE)`` runs it in a thread of bat for one model's run (``model_run``);
+``python -m bat.evaluation.run.scripted_model --port 0 --rules FILE`` serves a script
+on its own (to try one with curl while writing it), bound to 127.0.0.1 only, printing
+``listening on http://127.0.0.1:PORT`` once it accepts connections.
 """
 
 from __future__ import annotations
@@ -75,9 +31,10 @@ import json
 import re
 import socket
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, NamedTuple
 
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
@@ -85,7 +42,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from bat.evaluation.inputs.model_script import Messages, Rule, Rules, content_text
+from bat.evaluation.inputs.model_script import Conversation, Rule, Rules, ToolCall
 
 HOST = "127.0.0.1"
 # A fixed clock and counted ids instead of time and random ids: identical request
@@ -95,11 +52,42 @@ CREATED_AT = "2023-11-14T22:13:20Z"
 DEFAULT_MODEL = "scripted"
 MS = 1_000_000  # Ollama reports durations in nanoseconds; we pretend 1 ms per token
 
-Handler = Callable[[Request], Awaitable[Response]]
-
 
 class BadRequest(Exception):
     """A request this server cannot answer; each protocol words its 400 its own way."""
+
+
+@dataclass(frozen=True)
+class Chat:
+    """One chat request, read: its body, what the rules look at, the model it names, and
+    its number among the requests of its path (for counted ids)."""
+
+    body: dict[str, Any]
+    conversation: Conversation
+    model: str
+    number: int
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the script says to a chat: the text, the tools asked for, the token counts."""
+
+    reply: str
+    calls: list[ToolCall]
+    usage: dict[str, int]
+
+    @classmethod
+    def of(cls, rule: Rule | None, conversation: Conversation) -> Answer:
+        reply = conversation.reply(rule)
+        calls = rule.tool_calls if rule is not None else []
+        return cls(reply, calls, usage_of(conversation, reply, len(calls)))
+
+
+class Wire(NamedTuple):
+    """A provider's wire protocol: how it answers a chat, and how it words an error."""
+
+    answer: Callable[[Chat, Answer], Response]
+    error: Callable[[str, int], Response]
 
 
 def pieces(text: str) -> list[str]:
@@ -107,240 +95,239 @@ def pieces(text: str) -> list[str]:
     return [p for p in re.split(r"(?<=\s)(?=\S)", text) if p]
 
 
-def usage_of(
-    messages: Messages, reply: str, calls: tuple[tuple[str, str], ...] = ()
-) -> dict[str, int]:
+def usage_of(conversation: Conversation, reply: str, calls: int = 0) -> dict[str, int]:
     """Token counts without a tokenizer: one token per whitespace-separated word (and
     one per tool call asked for)."""
-    prompt = sum(len(content_text(m.get("content")).split()) for m in messages)
-    completion = len(reply.split()) + len(calls)
+    prompt = len(conversation.prompt.split())
+    completion = len(reply.split()) + calls
     return dict(
         prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
     )
 
 
-def build_app(rules: Rules) -> Starlette:
-    """The Starlette app answering from ``rules``, counting what it serves (GET /stats)."""
-    # What was served, so a test can assert that the agent really called the model.
-    by_path: Counter[str] = Counter()
-    models: set[str] = set()
-    # The script in force (POST /control replaces it) and the answers of each rule so far.
-    script = {"rules": rules}
-    used: Counter[int] = Counter()
+# --- OpenAI chat completions ----------------------------------------------------------
 
-    def counted(handler: Handler) -> Handler:
-        async def endpoint(request: Request) -> Response:
-            by_path[request.url.path] += 1
-            return await handler(request)
 
-        return endpoint
+def openai_answer(chat: Chat, answer: Answer) -> Response:
+    """A chat completion, or its SSE chunks when the request asked for a stream."""
+    head = {"id": f"chatcmpl-{chat.number:06d}", "created": CREATED, "model": chat.model}
+    calls = [
+        {"id": f"call_{chat.number:06d}_{i}", "type": "function"}
+        | {"function": {"name": call.name, "arguments": call.arguments}}
+        for i, call in enumerate(answer.calls)
+    ]
+    finish = "tool_calls" if calls else "stop"
+    if not chat.body.get("stream"):
+        message: dict[str, Any] = {"role": "assistant", "content": answer.reply}
+        if calls:
+            message = {**message, "content": answer.reply or None, "tool_calls": calls}
+        choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
+        completion = {**head, "object": "chat.completion", "choices": [choice]}
+        return JSONResponse({**completion, "usage": answer.usage})
+    options = chat.body.get("stream_options")
+    with_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+    return EventSourceResponse(_openai_chunks(head, answer, calls, finish, with_usage))
 
-    async def scripted(messages: Messages) -> tuple[Rule | None, str]:
-        """The rule and reply for ``messages``, after the rule's delay."""
-        rule, reply = script["rules"].pick(messages, used)
-        if rule is not None and rule.delay_ms:
-            await asyncio.sleep(rule.delay_ms / 1000)
-        return rule, reply
 
-    def misbehaviour(
-        request: Request, rule: Rule | None, error: Callable[[str, int], Any]
-    ) -> Response | None:
-        """The scripted failure of ``rule`` (``error`` words the protocol's error body)."""
-        if rule is None or (rule.body is None and rule.status in (None, 200)):
-            return None
-        headers = {} if rule.retry_after is None else {"Retry-After": rule.retry_after}
-        status = rule.status or 200
-        if rule.body is not None:
-            # A server that reflects the request's credentials in its error page: what a
-            # client must never copy into its own messages.
-            text = rule.body.replace("{authorization}", request.headers.get("authorization", ""))
-            return Response(text, status_code=status, headers=headers, media_type="text/plain")
-        body = error(f"scripted error {status}", status)
-        return JSONResponse(body, status_code=status, headers=headers)
+async def _openai_chunks(
+    head: dict[str, Any],
+    answer: Answer,
+    calls: list[dict[str, Any]],
+    finish: str,
+    with_usage: bool,
+) -> AsyncIterator[str]:
+    def chunk(delta: dict[str, Any] | None, finish: str | None = None, **extra: Any) -> str:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        choices = [] if delta is None else [choice]
+        return json.dumps({**head, "object": "chat.completion.chunk", "choices": choices, **extra})
 
-    def openai_error(message: str, status: int) -> dict[str, Any]:
-        kind = "rate_limit_error" if status == 429 else "server_error"
-        return {"error": {"message": message, "type": kind}}
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in pieces(answer.reply):
+        yield chunk({"content": piece})
+    for index, call in enumerate(calls):
+        yield chunk({"tool_calls": [{"index": index, **call}]})
+    yield chunk({}, finish)
+    if with_usage:  # as OpenAI does: usage last, in a chunk without choices
+        yield chunk(None, usage=answer.usage)
+    yield "[DONE]"
 
-    def ollama_error(message: str, status: int) -> dict[str, Any]:
-        return {"error": message}
 
-    async def read_chat(request: Request) -> tuple[dict[str, Any], Messages, str]:
-        """The body, its messages and its model; BadRequest if they are unusable."""
-        try:
-            body = await request.json()
-        except ValueError as exc:
-            raise BadRequest(f"body is not JSON: {exc}") from exc
-        messages = body.get("messages") if isinstance(body, dict) else None
-        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-            raise BadRequest("'messages' must be a list of objects")
-        model = str(body.get("model") or DEFAULT_MODEL)
-        models.add(model)
-        return body, messages, model
+def openai_error(message: str, status: int) -> Response:
+    kinds = {400: "invalid_request_error", 429: "rate_limit_error"}
+    error = {"message": message, "type": kinds.get(status, "server_error")}
+    return JSONResponse({"error": error}, status_code=status)
 
-    async def chat_completions(request: Request) -> Response:
-        try:
-            body, messages, model = await read_chat(request)
-        except BadRequest as exc:
-            error = {"message": str(exc), "type": "invalid_request_error"}
-            return JSONResponse({"error": error}, status_code=400)
-        rule, reply = await scripted(messages)
-        failure = misbehaviour(request, rule, openai_error)
-        if failure is not None:
-            return failure
-        calls = rule.tool_calls if rule is not None else ()
-        usage = usage_of(messages, reply, calls)
-        number = by_path[request.url.path]
-        head = {"id": f"chatcmpl-{number:06d}", "created": CREATED, "model": model}
-        tool_calls = [
-            {"id": f"call_{number:06d}_{i}", "type": "function"}
-            | {"function": {"name": name, "arguments": arguments}}
-            for i, (name, arguments) in enumerate(calls)
+
+# --- Ollama ----------------------------------------------------------------------------
+
+
+def ollama_answer(chat: Chat, answer: Answer) -> Response:
+    """Ollama's final message, or its NDJSON lines unless the request said ``stream: false``."""
+    head = {"model": chat.model, "created_at": CREATED_AT}
+    calls = [{"function": {"name": call.name, "arguments": call.args}} for call in answer.calls]
+    usage = answer.usage
+    final = {
+        **head,
+        "message": {"role": "assistant", "content": ""},
+        "done": True,
+        "done_reason": "stop",
+        "total_duration": usage["total_tokens"] * MS,
+        "load_duration": 0,
+        "prompt_eval_count": usage["prompt_tokens"],
+        "prompt_eval_duration": usage["prompt_tokens"] * MS,
+        "eval_count": usage["completion_tokens"],
+        "eval_duration": usage["completion_tokens"] * MS,
+    }
+    if chat.body.get("stream", True) is not False:
+        lines = _ollama_lines(head, answer.reply, calls, final)
+        return StreamingResponse(lines, media_type="application/x-ndjson")
+    final["message"] = {"role": "assistant", "content": answer.reply}
+    if calls:
+        final["message"]["tool_calls"] = calls
+    return JSONResponse(final)
+
+
+async def _ollama_lines(
+    head: dict[str, Any], reply: str, calls: list[dict[str, Any]], final: dict[str, Any]
+) -> AsyncIterator[str]:
+    for piece in pieces(reply):
+        message = {"role": "assistant", "content": piece}
+        yield json.dumps({**head, "message": message, "done": False}) + "\n"
+    if calls:
+        message = {"role": "assistant", "content": "", "tool_calls": calls}
+        yield json.dumps({**head, "message": message, "done": False}) + "\n"
+    yield json.dumps(final) + "\n"
+
+
+def ollama_error(message: str, status: int) -> Response:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+OPENAI = Wire(openai_answer, openai_error)
+OLLAMA = Wire(ollama_answer, ollama_error)
+
+
+# --- the server ------------------------------------------------------------------------
+
+
+class ScriptedModel:
+    """A model answering from ``rules``; :meth:`app` serves it.
+
+    It keeps what it served: the requests per path (the counted ids) and the model names
+    asked for (``GET /v1/models`` lists them).
+    """
+
+    RULES: ClassVar[type[Rules]] = Rules  # the rule file it reads (main, serving)
+
+    def __init__(self, rules: Rules) -> None:
+        self.rules = rules
+        self.served: Counter[str] = Counter()
+        self.models: set[str] = set()
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
+            Route("/v1/models", self.list_models, methods=["GET"]),
+            Route("/api/chat", self.ollama_chat, methods=["POST"]),
         ]
-        finish = "tool_calls" if calls else "stop"
-        if not body.get("stream"):
-            message: dict[str, Any] = {"role": "assistant", "content": reply or None}
-            if tool_calls:
-                message["tool_calls"] = tool_calls
-            else:
-                message["content"] = reply
-            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
-            completion = {**head, "object": "chat.completion", "choices": [choice]}
-            return JSONResponse({**completion, "usage": usage})
-        want_usage = bool((body.get("stream_options") or {}).get("include_usage"))
 
-        def chunk(delta: dict[str, Any] | None, finish: str | None = None, **extra: Any) -> str:
-            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
-            choices = [] if delta is None else [choice]
-            return json.dumps(
-                {**head, "object": "chat.completion.chunk", "choices": choices, **extra}
-            )
+    def app(self) -> Starlette:
+        return Starlette(routes=self.routes())
 
-        async def events() -> AsyncIterator[str]:
-            yield chunk({"role": "assistant", "content": ""})
-            for piece in pieces(reply):
-                yield chunk({"content": piece})
-            for index, call in enumerate(tool_calls):
-                yield chunk({"tool_calls": [{"index": index, **call}]})
-            yield chunk({}, finish)
-            if want_usage:  # as OpenAI does: usage last, in a chunk without choices
-                yield chunk(None, usage=usage)
-            yield "[DONE]"
+    async def chat_completions(self, request: Request) -> Response:
+        return await self.chat(request, OPENAI)
 
-        return EventSourceResponse(events())
+    async def ollama_chat(self, request: Request) -> Response:
+        return await self.chat(request, OLLAMA)
 
-    async def list_models(request: Request) -> Response:
-        names = sorted(models | {DEFAULT_MODEL})
+    async def list_models(self, request: Request) -> Response:
+        self.count(request)
+        names = sorted(self.models | {DEFAULT_MODEL})
         data = [{"id": n, "object": "model", "created": CREATED, "owned_by": "bat"} for n in names]
         return JSONResponse({"object": "list", "data": data})
 
-    async def ollama_chat(request: Request) -> Response:
+    def count(self, request: Request) -> int:
+        """Count a request of its path; its number there."""
+        self.served[request.url.path] += 1
+        return self.served[request.url.path]
+
+    async def chat(self, request: Request, wire: Wire) -> Response:
+        """Answer a chat request in ``wire``'s protocol: the first rule matching, after
+        its delay."""
+        number = self.count(request)
         try:
-            body, messages, model = await read_chat(request)
+            chat = await read_chat(request, number)
         except BadRequest as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        rule, reply = await scripted(messages)
-        failure = misbehaviour(request, rule, ollama_error)
-        if failure is not None:
-            return failure
-        calls = rule.tool_calls if rule is not None else ()
-        usage = usage_of(messages, reply, calls)
-        head = {"model": model, "created_at": CREATED_AT}
-        tool_calls = [
-            {"function": {"name": name, "arguments": json.loads(arguments)}}
-            for name, arguments in calls
-        ]
-        final = {
-            **head,
-            "message": {"role": "assistant", "content": ""},
-            "done": True,
-            "done_reason": "stop",
-            "total_duration": usage["total_tokens"] * MS,
-            "load_duration": 0,
-            "prompt_eval_count": usage["prompt_tokens"],
-            "prompt_eval_duration": usage["prompt_tokens"] * MS,
-            "eval_count": usage["completion_tokens"],
-            "eval_duration": usage["completion_tokens"] * MS,
-        }
-        if body.get("stream", True) is False:
-            final["message"]["content"] = reply
-            if tool_calls:
-                final["message"]["tool_calls"] = tool_calls
-            return JSONResponse(final)
+            return wire.error(str(exc), 400)
+        self.models.add(chat.model)
+        rule = self.choose(chat.conversation)
+        if rule is not None and rule.delay_ms:
+            await asyncio.sleep(rule.delay_ms / 1000)
+        instead = self.instead_of_answer(request, rule, wire)
+        if instead is not None:
+            return instead
+        return wire.answer(chat, Answer.of(rule, chat.conversation))
 
-        async def lines() -> AsyncIterator[str]:
-            for piece in pieces(reply):
-                message = {"role": "assistant", "content": piece}
-                yield json.dumps({**head, "message": message, "done": False}) + "\n"
-            if tool_calls:
-                message = {"role": "assistant", "content": "", "tool_calls": tool_calls}
-                yield json.dumps({**head, "message": message, "done": False}) + "\n"
-            yield json.dumps(final) + "\n"
+    def choose(self, conversation: Conversation) -> Rule | None:
+        """The rule answering ``conversation``; None: the echo."""
+        return self.rules.first(conversation)
 
-        return StreamingResponse(lines(), media_type="application/x-ndjson")
-
-    async def show_stats(request: Request) -> Response:
-        total = sum(by_path.values())
-        return JSONResponse({"requests": total, "by_path": by_path, "models": sorted(models)})
-
-    async def control(request: Request) -> Response:
-        """Replace the rules and/or zero the stats of the running server."""
-        try:
-            body = await request.json()
-            if not isinstance(body, dict):
-                raise ValueError("expected a JSON object")
-            unknown = sorted(set(body) - {"rules", "reset_stats"})
-            if unknown:
-                raise ValueError(f"unknown key(s) {unknown}; known: rules, reset_stats")
-            new_rules = Rules.from_data(body["rules"]) if "rules" in body else None
-        except (ValueError, re.error) as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        if new_rules is not None:
-            script["rules"] = new_rules
-            used.clear()
-        if body.get("reset_stats"):
-            by_path.clear()
-            models.clear()
-        return JSONResponse({"rules": len(script["rules"].rules)})
-
-    routes = [
-        Route("/v1/chat/completions", counted(chat_completions), methods=["POST"]),
-        Route("/v1/models", counted(list_models), methods=["GET"]),
-        Route("/api/chat", counted(ollama_chat), methods=["POST"]),
-        Route("/stats", show_stats, methods=["GET"]),  # not counted: it only observes
-        Route("/control", control, methods=["POST"]),  # not counted: it steers the test
-    ]
-    app = Starlette(routes=routes)
-    return app
+    def instead_of_answer(self, request: Request, rule: Rule | None, wire: Wire) -> Response | None:
+        """A response to send in place of ``rule``'s answer. None: a stand-in model always
+        answers (a subclass may fail on purpose here)."""
+        return None
 
 
-def main(argv: list[str] | None = None) -> None:
+async def read_chat(request: Request, number: int) -> Chat:
+    """The chat of a request; BadRequest if its body is unusable."""
+    try:
+        body = await request.json()
+    except ValueError as exc:
+        raise BadRequest(f"body is not JSON: {exc}") from exc
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise BadRequest("'messages' must be a list of objects")
+    model = str(body.get("model") or DEFAULT_MODEL)
+    return Chat(body, Conversation.of(messages), model, number)
+
+
+def listen(port: int) -> socket.socket:
+    """A listening socket on 127.0.0.1:``port`` (0: a free one).
+
+    Bound here, not by uvicorn: the address works as soon as this returns (early clients
+    wait in the backlog) and a busy port is one clear error. TCP_NODELAY is inherited by
+    the connections: asyncio sets it only on sockets it recognises as TCP, and uvicorn's
+    copy of a passed-in socket does not look like one; without it, every response on a
+    kept-alive connection waits ~40 ms for the client's delayed ACK (Nagle).
+    """
+    sock = socket.create_server((HOST, port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _server(model: ScriptedModel, log_level: str = "warning") -> Any:
+    import uvicorn  # imported here: an app alone (e.g. under a TestClient) needs no server
+
+    return uvicorn.Server(uvicorn.Config(model.app(), log_level=log_level, lifespan="off"))
+
+
+def main(argv: list[str] | None = None, kind: type[ScriptedModel] = ScriptedModel) -> None:
     """Parse the command line, listen, announce the address, serve until SIGINT/SIGTERM."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(kind.__doc__ or "").splitlines()[0])
     parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     parser.add_argument("--rules", type=Path, help="JSON or YAML rule file (default: echo)")
     parser.add_argument("--log-level", default="warning", help="uvicorn's log level")
     args = parser.parse_args(argv)
     try:
-        rules = Rules.load(args.rules) if args.rules else Rules()
-    except (OSError, ValueError, re.error) as exc:
+        rules = kind.RULES.load(args.rules) if args.rules else kind.RULES.from_data([])
+    except (OSError, ValueError) as exc:
         parser.error(f"--rules {args.rules}: {exc}")
     try:
-        # Bound here, not by uvicorn: the ready line can be printed as soon as connecting
-        # works (early clients wait in the backlog) and a busy port is one clear error.
-        sock = socket.create_server((HOST, args.port))
-        # Connections inherit this from the listener. asyncio only sets it on sockets it
-        # recognises as TCP, and uvicorn's copy of a passed-in socket does not look like
-        # one: without it, every response on a kept-alive connection waits ~40 ms for the
-        # client's delayed ACK (Nagle).
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock = listen(args.port)
     except OSError as exc:
         raise SystemExit(f"scripted_model: cannot listen on {HOST}:{args.port}: {exc}") from None
-    import uvicorn  # imported here: build_app alone (e.g. under a TestClient) needs no server
-
     print(f"listening on http://{HOST}:{sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(build_app(rules), log_level=args.log_level, lifespan="off")
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    asyncio.run(_server(kind(rules), args.log_level).serve(sockets=[sock]))
 
 
 @contextlib.contextmanager
@@ -354,13 +341,9 @@ def serving(rules_path: Path) -> Iterator[str]:
     """
     import threading
 
-    import uvicorn
-
     rules = Rules.load(rules_path)
-    sock = socket.create_server((HOST, 0))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    config = uvicorn.Config(build_app(rules), log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
+    sock = listen(0)
+    server = _server(ScriptedModel(rules))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="bat-scripted-model", daemon=True
     )

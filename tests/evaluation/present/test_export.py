@@ -251,8 +251,9 @@ def test_nothing_to_export_is_a_usage_mistake(made):
     assert result.code == 2 and "nothing to export: give --to NAME:PATH" in result.err
 
 
-def _plugin_site(root: Path, body: str, name: str = "myplug") -> Path:
-    """A real installed distribution: a package and its .dist-info on a path folder."""
+def _plugin_site(root: Path, body: str, name: str = "myplug", exporter: str = "myfmt") -> Path:
+    """A real installed distribution: a package and its .dist-info on a path folder,
+    declaring its ``export`` as the exporter named ``exporter``."""
     site = root / "site"
     (site / name).mkdir(parents=True)
     (site / name / "__init__.py").write_text(body, encoding="utf-8")
@@ -262,9 +263,26 @@ def _plugin_site(root: Path, body: str, name: str = "myplug") -> Path:
         f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n", encoding="utf-8"
     )
     (info / "entry_points.txt").write_text(
-        f"[bat.exporters]\nmyfmt = {name}:export\n", encoding="utf-8"
+        f"[bat.exporters]\n{exporter} = {name}:export\n", encoding="utf-8"
     )
     return site
+
+
+def listed_exporters(env: dict[str, str]) -> dict[str, list]:
+    """``available_exporters()`` in a fresh interpreter with ``env`` (its entry points)."""
+    listing = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json; from bat.evaluation.present.export import available_exporters as a; "
+            "print(json.dumps({n: list(i) for n, i in a().items()}))",
+        ],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(listing.stdout)
 
 
 PLUGIN = '''
@@ -289,19 +307,7 @@ def test_a_third_party_exporter_is_found_through_its_entry_point(made, tmp_path)
     # Without the distribution on the path, the name is unknown.
     assert export(made, "--to", f"myfmt:{out}").code == 2
 
-    listing = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import json; from bat.evaluation.present.export import available_exporters as a; "
-            "print(json.dumps({n: list(i) for n, i in a().items()}))",
-        ],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    found = json.loads(listing.stdout)
+    found = listed_exporters(env)
     assert list(found) == ["csv", "json", "junit", "markdown", "myfmt"]
     assert found["myfmt"][:3] == [
         "myplug",
@@ -310,6 +316,19 @@ def test_a_third_party_exporter_is_found_through_its_entry_point(made, tmp_path)
     ]
     assert found["junit"][0] == "bat-cli" and found["junit"][4] is None
     assert found["junit"][2].startswith("JUnit XML")
+
+
+def test_a_plugin_cannot_take_a_built_in_name(made, tmp_path):
+    """The built-ins are bat's code, not entry points a plugin could shadow: a plugin
+    declaring ``junit`` is not used, and --to junit: writes bat's JUnit XML."""
+    site = _plugin_site(tmp_path, PLUGIN, name="shadowplug", exporter="junit")
+    env = {"PYTHONPATH": str(site)}
+    out = tmp_path / "j.xml"
+    result = export(made, "--to", f"junit:{out}", env=env)
+    assert result.code == 0, result.err
+    SCHEMA.validate(str(out))  # bat's JUnit XML, not the plugin's counts
+    junit = listed_exporters(env)["junit"]
+    assert junit[0] == "bat-cli" and junit[3] == "bat.evaluation.present.export.junit:JUnitExporter"
 
 
 def test_a_plugin_that_fails_to_load_is_named_in_one_line(made, tmp_path):

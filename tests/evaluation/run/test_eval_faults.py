@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import fill
 from tests.evalkit import (
     episodes,
     free_port,
@@ -385,38 +386,7 @@ def test_a_long_retry_after_is_capped_and_the_cap_is_said(tmp_path, bat, home):
         assert "gave up after 3 attempts" in episode["scores"]["error"]
 
 
-# --- a full disk --------------------------------------------------------------------------
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 4 MB tmpfs (root only: skipped elsewhere), unmounted afterwards."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)],
-        capture_output=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
-
-
-def fill(folder: Path) -> Path:
-    """Fill the file system of ``folder`` to the last byte; the ballast file."""
-    ballast = folder / "ballast"
-    with ballast.open("wb", buffering=0) as handle:
-        for size in (1 << 20, 1 << 12, 1):
-            try:
-                while True:
-                    handle.write(b"\0" * size)
-            except OSError:
-                continue
-    return ballast
+# --- a full disk (small_disk and fill: tests/conftest.py) ---------------------------------
 
 
 def test_a_full_disk_names_the_file_marks_the_run_failed_and_loses_nothing(

@@ -151,11 +151,16 @@ def test_a_script_is_served_by_bat_and_the_agent_pointed_at_it(tmp_path, bat, ho
             {"provider": "openai", "model": "m", "script": "bad.yaml"},
             "rule 0: unknown key(s) ['answer']",
         ),
+        (  # a test server's failure on cue: not what a stand-in model does
+            {"provider": "ollama", "model": "m", "script": "faults.yaml"},
+            "models[0].script: faults.yaml: rule 1: unknown key(s) ['body', 'status']",
+        ),
     ],
 )
 def test_a_bad_script_entry_is_one_input_error_before_any_agent(tmp_path, bat, home, entry, words):
     (tmp_path / "rules.yaml").write_text("- reply: scripted\n")
     (tmp_path / "bad.yaml").write_text("- answer: oops\n")
+    (tmp_path / "faults.yaml").write_text("- reply: fine\n- {status: 500, body: oops}\n")
     project = make_project(tmp_path, WHICH, models=[entry])
     result = bat("eval.run", cwd=project)
     assert result.code == 2, result.out + result.err

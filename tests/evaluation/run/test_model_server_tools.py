@@ -10,7 +10,8 @@ import json
 import pytest
 from starlette.testclient import TestClient
 
-from eval_fixtures.model_server import Rules, build_app
+from bat.evaluation.inputs.model_script import Rules
+from bat.evaluation.run.scripted_model import ScriptedModel
 
 RULES = [
     {"after_tool": "add", "reply": "The sum is {result}."},
@@ -21,7 +22,7 @@ ASKED = [{"role": "user", "content": "What is 2 plus 3?"}]
 
 
 def client() -> TestClient:
-    return TestClient(build_app(Rules.from_data(RULES)))
+    return TestClient(ScriptedModel(Rules.from_data(RULES)).app())
 
 
 def answered(call_id: str, name: str, result: str) -> list[dict]:
@@ -82,14 +83,14 @@ def test_ollama_names_the_tool_in_its_tool_message():
 @pytest.mark.parametrize(
     ("rule", "words"),
     [
-        ({"tool_calls": {"name": "add"}}, "is a list"),
-        ({"tool_calls": [{"args": {}}]}, "needs a 'name'"),
-        ({"tool_calls": [{"name": "add", "args": [1]}]}, "{name, args"),
-        ({"tool_calls": [{"name": "add", "id": "x"}]}, "{name, args"),
-        ({"after_tool": "", "reply": "x"}, "'after_tool' is a tool name"),
+        ({"tool_calls": {"name": "add"}}, "tool_calls: Input should be a valid list"),
+        ({"tool_calls": [{"args": {}}]}, "tool_calls[0].name: Field required"),
+        ({"tool_calls": [{"name": "add", "args": [1]}]}, "tool_calls[0].args: Input should be"),
+        ({"tool_calls": [{"name": "add", "id": "x"}]}, "tool_calls[0]: unknown key(s) ['id']"),
+        ({"after_tool": "", "reply": "x"}, "after_tool: String should have at least 1"),
     ],
 )
 def test_a_malformed_tool_rule_is_refused_at_load(rule, words):
     with pytest.raises(ValueError, match="rule 0: ") as caught:
         Rules.from_data([rule])
-    assert words in str(caught.value)
+    assert words in str(caught.value) and "\n" not in str(caught.value)

@@ -1,12 +1,13 @@
 """Exports of a run for other tools: JUnit XML, CSV, Markdown, JSON, and any plugin's.
 
 ``bat eval.export --to junit:report.xml --to markdown:summary.md`` writes one file per
-``--to NAME:PATH``. Every exporter, the built-in ones included, is found through the
-entry-point group ``bat.exporters`` (:data:`GROUP`), as the Python ecosystem finds its
-plugins: a distribution declares ``[project.entry-points."bat.exporters"] myfmt =
-"mypkg:export"``, and ``--to myfmt:out.txt`` calls it. Discovery is lazy: nothing here
-runs for ``bat --help``, and a plugin's module is imported only when it is used (or
-listed with its description by :func:`available_exporters`).
+``--to NAME:PATH``. The built-in exporters are named in code (:data:`BUILTIN`); plugins
+come through the entry-point group ``bat.exporters`` (:data:`GROUP`), as the Python
+ecosystem finds its plugins: a distribution declares ``[project.entry-points."bat.exporters"]
+myfmt = "mypkg:export"``, and ``--to myfmt:out.txt`` calls it. Both are
+:class:`importlib.metadata.EntryPoint` objects, loaded by ``EntryPoint.load``. Discovery
+is lazy: nothing here runs for ``bat --help``, and an exporter's module is imported only
+when it is used (or listed with its description by :func:`available_exporters`).
 
 An exporter is a callable ``exporter(run, path)``: ``run`` is the :class:`RunData` of the
 run folder (read once, by bat's own readers, for every target of the command), ``path``
@@ -22,17 +23,25 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bat.errors import BatError, InputError, OperationError
 from bat.evaluation.present.export.data import ModelData, RunData, load_run
+from bat.version import DISTRIBUTION, installed_version
 
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+# What an exporter plugin receives and uses, and what a script may call (docs/reuse.md;
+# tests/test_reuse.py). InputError and OperationError: what a plugin raises for a
+# one-line message (bat.errors' own, here so a plugin needs one import).
 __all__ = [
     "GROUP",
     "ExporterInfo",
+    "InputError",
     "ModelData",
+    "OperationError",
     "RunData",
     "Target",
     "available_exporters",
@@ -44,11 +53,10 @@ __all__ = [
 ]
 
 GROUP = "bat.exporters"
-DISTRIBUTION = "bat-cli"
 
-# The built-in exporters, as pyproject.toml declares them in the entry-point group. Used
-# only when the installed metadata lacks one (a checkout run without reinstalling), so a
-# stale install never loses the built-in formats.
+# The built-in exporters. In code, not in pyproject's entry points: a checkout run without
+# reinstalling has every one, and no installed metadata (a stale one, a plugin's) can
+# change what ``--to junit:`` writes.
 BUILTIN = {
     "junit": "bat.evaluation.present.export.junit:JUnitExporter",
     "csv": "bat.evaluation.present.export.csv_rows:CsvExporter",
@@ -77,24 +85,12 @@ class ExporterInfo(NamedTuple):
     error: str | None = None  # why it cannot be loaded, or None
 
 
-@dataclass(frozen=True)
-class _Entry:
-    name: str
-    value: str
-    distribution: str
+class _Entry(NamedTuple):
+    """An exporter's entry point and the distribution that provides it."""
+
+    point: EntryPoint
+    distribution: str  # ``bat-cli`` for the built-ins
     version: str | None
-    point: Any = None  # the importlib.metadata EntryPoint, or None for a built-in fallback
-
-    def load(self) -> Any:
-        if self.point is not None:
-            return self.point.load()
-        from importlib import import_module
-
-        module, _, attribute = self.value.partition(":")
-        found: Any = import_module(module)
-        for part in attribute.split("."):
-            found = getattr(found, part)
-        return found
 
 
 def parse_target(spec: str) -> Target:
@@ -109,42 +105,32 @@ def parse_target(spec: str) -> Target:
 
 
 def _entries() -> dict[str, _Entry]:
-    """Every exporter by name: the entry-point group, then any built-in it lacks.
+    """Every exporter by name: the built-ins, then the plugins of the entry-point group.
 
-    A built-in name wins over a plugin's of the same name (a plugin cannot silently
-    change what ``--to junit:`` writes); between plugins, the first distribution in name
-    order wins.
+    A built-in name is not a plugin's to take (a plugin cannot silently change what
+    ``--to junit:`` writes; an older install of bat itself may still declare them); between
+    plugins, the first distribution in name order wins.
     """
-    from importlib.metadata import entry_points
+    from importlib.metadata import EntryPoint, entry_points
 
-    found: dict[str, _Entry] = {}
-    plugins: list[_Entry] = []
+    own = installed_version()
+    found = {
+        name: _Entry(EntryPoint(name, value, GROUP), DISTRIBUTION, own)
+        for name, value in BUILTIN.items()
+    }
+    plugins = []
     for point in entry_points(group=GROUP):
-        dist = getattr(point, "dist", None)
-        dist_name = dist.metadata["Name"] if dist is not None else "unknown"
-        entry = _Entry(point.name, point.value, dist_name, getattr(dist, "version", None), point)
-        if _canonical(dist_name) == _canonical(DISTRIBUTION) and point.name in BUILTIN:
-            found.setdefault(point.name, entry)
-        else:
-            plugins.append(entry)
-    for name, value in BUILTIN.items():
-        found.setdefault(name, _Entry(name, value, DISTRIBUTION, _own_version()))
-    for entry in sorted(plugins, key=lambda e: (_canonical(e.distribution), e.name)):
-        found.setdefault(entry.name, entry)
+        if point.name not in found:
+            dist = point.dist
+            name = dist.metadata["Name"] if dist is not None else "unknown"
+            plugins.append(_Entry(point, name, dist.version if dist is not None else None))
+    for entry in sorted(plugins, key=lambda e: (_canonical(e.distribution), e.point.name)):
+        found.setdefault(entry.point.name, entry)
     return found
 
 
 def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _own_version() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(DISTRIBUTION)
-    except PackageNotFoundError:
-        return None
 
 
 def load_exporter(name: str) -> Callable[[RunData, Path], Any]:
@@ -161,18 +147,16 @@ def load_exporter(name: str) -> Callable[[RunData, Path], Any]:
 
 
 def _instantiate(entry: _Entry) -> Callable[[RunData, Path], Any]:
+    point = entry.point
+    named = f"exporter {point.name!r} ({point.value}, from {entry.distribution})"
     try:
-        loaded = entry.load()
+        loaded = point.load()
         exporter = loaded() if isinstance(loaded, type) else loaded
     except Exception as exc:
-        raise OperationError(
-            f"exporter {entry.name!r} ({entry.value}, from {entry.distribution}) cannot be "
-            f"loaded: {_first_line(exc)}"
-        ) from None
+        raise OperationError(f"{named} cannot be loaded: {_first_line(exc)}") from None
     if not callable(exporter):
         raise OperationError(
-            f"exporter {entry.name!r} ({entry.value}, from {entry.distribution}) is not "
-            "callable: an exporter is called as exporter(run, path)"
+            f"{named} is not callable: an exporter is called as exporter(run, path)"
         )
     return exporter
 
@@ -187,11 +171,15 @@ def available_exporters() -> dict[str, ExporterInfo]:
         except OperationError as exc:
             error = exc.message
             found[name] = ExporterInfo(
-                entry.distribution, entry.version, f"cannot be loaded: {error}", entry.value, error
+                entry.distribution,
+                entry.version,
+                f"cannot be loaded: {error}",
+                entry.point.value,
+                error,
             )
             continue
         found[name] = ExporterInfo(
-            entry.distribution, entry.version, describe(exporter), entry.value
+            entry.distribution, entry.version, describe(exporter), entry.point.value
         )
     return found
 
