@@ -135,10 +135,9 @@ def run_evaluation(
 def _mark(ctx: RunContext, records: list[ModelRecord], status: str) -> None:
     """Say in run.json how the run ended early, even on a full disk.
 
-    When the atomic rewrite finds no room, the status word alone is changed in place:
-    ``interrupted`` and ``failed`` are no longer than ``running``, so no new block is
-    needed. Nothing else of the file is touched then. Ctrl-C while this runs is left to
-    the caller's caller (exit 130 all the same).
+    When the atomic rewrite finds no room, the status is changed in place, in an entry of
+    the same length (``rundir.mark_ended``), so the file neither grows nor stops being
+    JSON. Ctrl-C while this runs is left to the caller's caller (exit 130 all the same).
     """
     rundir.mark_ended(ctx.run_dir, status, _entries(records), scrubber=ctx.scrubber)
     with contextlib.suppress(OSError, BatError):

@@ -24,6 +24,7 @@ from bat.evaluation.log.run import (
     write_run,
 )
 from tests.conftest import fill
+from tests.logkit import NO_SECRETS
 
 STATUSES = get_args(RunRecord.model_fields["status"].annotation)
 PAGE = 4096  # tmpfs allocates whole pages
@@ -40,7 +41,7 @@ def running_run(folder: Path, note: str = "") -> Path:
         config={"note": note, "env": {"status": "running"}},  # a nested look-alike
         models=[ModelEntry(label="openai:m", dir="openai_m", status="completed")],
     )
-    write_run(run_dir, record)
+    write_run(run_dir, record, scrubber=NO_SECRETS)
     return run_dir
 
 
@@ -55,7 +56,12 @@ def test_on_a_full_disk_the_status_changes_in_place_and_run_json_stays_json(smal
     before = json.loads((run_dir / RUN_FILE).read_text())
     fill(small_disk)
 
-    mark_ended(run_dir, status, [{"label": "openai:m", "dir": "openai_m", "status": "failed"}])
+    mark_ended(
+        run_dir,
+        status,
+        [{"label": "openai:m", "dir": "openai_m", "status": "failed"}],
+        scrubber=NO_SECRETS,
+    )
 
     after = json.loads((run_dir / RUN_FILE).read_text())  # valid JSON, whole
     assert after == {**before, "status": status}  # the status alone: no room for the rest
@@ -67,7 +73,9 @@ def test_on_a_full_disk_the_status_changes_in_place_and_run_json_stays_json(smal
 
 def test_with_room_the_whole_end_is_written(tmp_path):
     run_dir = running_run(tmp_path)
-    mark_ended(run_dir, "interrupted", [{"label": "openai:m", "dir": "openai_m"}])
+    mark_ended(
+        run_dir, "interrupted", [{"label": "openai:m", "dir": "openai_m"}], scrubber=NO_SECRETS
+    )
     record = read_run(run_dir)
     assert record.status == "interrupted" and record.ended_at is not None
     assert [m.status for m in record.models] == ["pending"]  # the models given, not the old
