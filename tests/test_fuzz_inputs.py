@@ -287,7 +287,7 @@ def settings_document() -> dict:
             "model_provider": "openai",
         }
     }
-    doc["eval"] = {"file": "eval/eval.yaml"}  # eval.run_dir: kept by tasks, not a setting
+    doc["eval"] = {"file": "eval/eval.yaml", "image": None}  # eval.run_dir: not a setting
     return doc
 
 
