@@ -158,7 +158,7 @@ def image(value: Any) -> bool | str:
 def _not_a_mapping(value: Any) -> Any:
     """A value of Invoke's that Invoke's merge could not put over its own default."""
     if isinstance(value, Mapping):
-        raise ValueError("expected a single value, got a mapping (Invoke's default is none)")
+        raise ValueError("expected a single value, got a mapping (Invoke's default is not one)")
     return value
 
 
