@@ -287,7 +287,7 @@ def settings_document() -> dict:
             "model_provider": "openai",
         }
     }
-    doc["eval"] = {"file": "eval/eval.yaml", "run_dir": None}
+    doc["eval"] = {"file": "eval/eval.yaml", "image": None}
     return doc
 
 

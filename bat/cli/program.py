@@ -15,12 +15,13 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Any, NoReturn
 
 from invoke import Argument, Collection, Program
 from invoke.exceptions import Exit, ParseError, UnexpectedExit
 
-from bat.cli.config import BatConfig
+from bat.cli.config import BatConfig, read_settings
 from bat.errors import BatError, UsageError, error_line, error_text
 from bat.tasks._chain import scrub_of
 
@@ -49,8 +50,7 @@ class BatProgram(Program):
     def __init__(self, namespace: Collection | None = None) -> None:
         if namespace is None:
             from bat.tasks import ns as namespace
-        config_class = BatConfig.bound_to(namespace)  # its settings' schema: namespace's
-        super().__init__(namespace=namespace, name="bat", binary="bat", config_class=config_class)
+        super().__init__(namespace=namespace, name="bat", binary="bat", config_class=BatConfig)
 
     # -- running -------------------------------------------------------------------
 
@@ -131,12 +131,6 @@ class BatProgram(Program):
                 self.args.help.value = joined
                 self.core.unparsed.pop(0)
 
-    def parse_collection(self) -> None:
-        super().parse_collection()
-        # Invoke loads a project file only beside a tasks.py it found; bat's is ./bat.yaml.
-        self.config.set_project_location(os.getcwd())
-        self.config.load_project()
-
     def parse_tasks(self) -> None:
         words = self.core.unparsed
         if words and words[0] in self.namespace.collections:
@@ -168,15 +162,12 @@ class BatProgram(Program):
         super().parse_cleanup()
 
     def update_config(self, merge: bool = True) -> None:
-        """Load the ``-f`` file (the runtime layer); a missing one is an error, not ignored."""
-        path = self.args.config.value
-        if path is not None and not os.path.exists(os.path.expanduser(path)):
-            raise UsageError(f"{path}: no such configuration file (given with -f/--config)")
-        self.config.load_overrides({}, merge=False)
-        self.config.set_runtime_path(path)
-        self.config.load_runtime(merge=False)
-        if merge:
-            self.config.merge()
+        """bat's settings (the bat.yaml files, ``BAT_*``, the ``-f`` file), read and checked
+        by bat, become Invoke's override level (:mod:`bat.cli.config` says why)."""
+        settings = read_settings(
+            self.namespace, project_dir=Path.cwd(), runtime=self.args.config.value
+        )
+        self.config.load_overrides(settings, merge=merge)
 
     def print_task_help(self, name: str) -> None:
         """Invoke's per-task help, with the positional arguments in the usage line."""

@@ -1,5 +1,6 @@
 """The ``bat`` program: help at every level, spellings, config layers, errors, version."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -147,7 +148,7 @@ def test_other_defaults_come_from_configuration(bat, home, tmp_path):
     ("content", "words"),
     [
         ("init: [unclosed\n", "invalid YAML"),
-        ("- a list\n", "must be a mapping"),
+        ("- a list\n", "(top level) (line 1): expected a mapping of keys, got a list"),
     ],
 )
 def test_malformed_project_config_is_one_line_exit_2(bat, home, tmp_path, content, words):
@@ -203,3 +204,78 @@ def test_python_config_file_that_fails(bat, home, tmp_path):
     result = bat("version", cwd=tmp_path)
     assert result.code == 2 and "bat.py" in result.err and "boom" in result.err
     assert "Traceback" not in result.err
+
+
+def test_python_config_file_sets_settings(bat, home, tmp_path):
+    """``.py`` settings files work as Invoke's did: their names are the settings."""
+    (tmp_path / "bat.py").write_text("init = {'agent': {'port': 9000 + 77}}\n")
+    assert bat("init.agent", "py", cwd=tmp_path).code == 0
+    assert generated_port(tmp_path / "py") == 9077
+
+
+def test_help_and_lists_read_no_settings(bat, home, tmp_path):
+    """Settings are read when a command runs: a broken bat.yaml does not hide the help."""
+    (tmp_path / "bat.yaml").write_text("init: [unclosed\n")
+    for args in (["--help"], ["--help", "init.agent"], ["--list"], ["init"]):
+        result = bat(*args, cwd=tmp_path, env={"BAT_INIT_AGENT_PORT": "nine"})
+        assert result.code == 0 and result.err == "", args
+    assert bat("version", cwd=tmp_path).code == 2
+
+
+LOADED = """
+import json, sys
+from bat.cli.program import BatProgram
+code = BatProgram().run(["bat", "version"], exit=False)
+print(json.dumps({"code": code, "pydantic": "pydantic" in sys.modules}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("file", "env", "read"),
+    [
+        (None, {}, False),
+        (None, {"BAT_DOCKER_PASSWORD": "x", "BAT_CI_STATE": "y"}, False),  # no settings
+        (None, {"BAT_INIT_AGENT_PORT": "9100"}, True),
+        ("bat.yaml", {}, True),
+        ("bat.json", {}, True),
+    ],
+)
+def test_pydantic_is_imported_only_when_there_are_settings(home, tmp_path, file, env, read):
+    """``bat version`` stays light unless a settings file or a BAT_* setting exists."""
+    if file is not None:
+        (tmp_path / file).write_text("{}\n")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("BAT_")}
+    proc = subprocess.run(
+        [sys.executable, "-c", LOADED],
+        cwd=tmp_path,
+        env={**environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"code": 0, "pydantic": read}
+
+
+def test_invokes_own_loaders_read_nothing(home, tmp_path, monkeypatch):
+    """BatConfig's configuration holds only what bat hands it: Invoke's readers of files
+    and variables (called by Config(), clone() and before every task) read nothing."""
+    from bat.cli.config import BatConfig
+
+    (home / ".bat.yaml").write_text("init: {agent: {port: 1}}\n")
+    (tmp_path / "bat.yaml").write_text("init: {agent: {port: 2}}\n")
+    runtime = tmp_path / "runtime.yaml"
+    runtime.write_text("init: {agent: {port: 3}}\n")
+    monkeypatch.setenv("BAT_RUN_ECHO", "1")
+    monkeypatch.chdir(tmp_path)
+    config = BatConfig()
+    config.set_project_location(str(tmp_path))
+    config.load_project()
+    config.set_runtime_path(str(runtime))
+    config.load_runtime()
+    config.load_collection({"init": {"agent": {"port": 9900}}})
+    config.load_shell_env()
+    for seen in (config, config.clone()):
+        assert seen.init.agent.port == 9900
+        assert seen.run.echo is False
+    config.load_overrides({"init": {"agent": {"port": 4}}})
+    assert config.clone().init.agent.port == 4

@@ -11,16 +11,20 @@ exit 2, before anything is written. The host-key tests use the real sshd of
 from __future__ import annotations
 
 import re
+import shutil
 import string
+import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from bat.cli.config import namespace_defaults
-from bat.cli.settings_schema import EXPLICIT_KINDS, FALSE_WORDS, TRUE_WORDS
+from bat.cli.settings import FALSE_WORDS, GROUPS, TRUE_WORDS, settings_model
+from tests import fuzzkit as fk
 from tests.conftest import run_bat
 from tests.imagekit import closed_port, make_context, require, unique_repo
 
@@ -35,24 +39,41 @@ def one_error_line(result) -> str:
     return result.err
 
 
-# -- the schema covers every setting -------------------------------------------------
+# -- the models cover every setting -------------------------------------------------
 
 
-def test_every_setting_without_a_typed_default_has_an_explicit_kind():
+def leaves(tree, prefix=""):
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            yield from leaves(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def model_keys(model, prefix=""):
+    for name, field in model.model_fields.items():
+        key = f"{prefix}{field.alias or name}"
+        nested = field.annotation
+        if isinstance(nested, type) and issubclass(nested, BaseModel):
+            yield from model_keys(nested, f"{key}.")
+        else:
+            yield key
+
+
+def test_the_models_hold_every_default_and_nothing_else():
     from bat.tasks import ns
 
-    def leaves(tree, prefix=""):
-        for key, value in tree.items():
-            if isinstance(value, dict):
-                yield from leaves(value, f"{prefix}{key}.")
-            else:
-                yield f"{prefix}{key}", value
+    defaults = {key for key, _ in leaves(namespace_defaults(ns))}
+    modelled = {key for group, model in GROUPS.items() for key in model_keys(model, f"{group}.")}
+    assert modelled == defaults
 
-    untyped = [key for key, value in leaves(namespace_defaults(ns)) if value is None]
-    assert untyped, "expected some settings whose default is None"
-    assert [key for key in untyped if key not in EXPLICIT_KINDS] == []
-    # And no explicit kind for a setting that no longer exists.
-    assert set(EXPLICIT_KINDS) <= {key for key, _ in leaves(namespace_defaults(ns))}
+
+def test_every_default_is_a_value_its_model_takes_unchanged():
+    from bat.tasks import ns
+
+    settings = namespace_defaults(ns)
+    read = settings_model(settings).model_validate(settings).model_dump(by_alias=True)
+    assert {group: read[group] for group in settings} == settings
 
 
 # -- booleans: the host-key trust setting, over a real sshd ----------------------------
@@ -179,6 +200,34 @@ def test_good_variables_keep_their_meaning(tmp_path, home):
     assert "PORT=9123\n" in dotenv and "MODEL_PROVIDER=ollama\n" in dotenv
 
 
+def test_variables_of_keys_that_are_no_settings_are_not_read(tmp_path, home):
+    """eval.run_dir is kept by the eval stages while a command line runs, and Invoke's
+    own sections come from files only: their variables are left alone, like any BAT_*
+    variable that names no setting."""
+    env = {"BAT_EVAL_RUN_DIR": "", "BAT_TASKS_DEDUPE": "nah", "BAT_NOT_A_SETTING": ""}
+    result = run_bat("version", cwd=tmp_path, env=env)
+    assert result.code == 0, result.err
+
+
+def test_every_problem_of_every_layer_is_told_at_once(tmp_path, home):
+    """Several problems: one headline, then one located line each (files, variables)."""
+    (home / ".bat.yaml").write_text("images:\n  no_cache: nah\n")
+    (tmp_path / "bat.yaml").write_text("eval:\n  fiel: x\ninit:\n  agent:\n    port: 0\n")
+    result = run_bat("version", cwd=tmp_path, env={"BAT_IMAGES_HOST": " "})
+    assert result.code == 2
+    assert result.err.splitlines() == [
+        "bat: error: bat's settings have 4 problems",
+        f"  - {home / '.bat.yaml'}: images.no_cache (line 2): expected true or false "
+        "(also yes/no, on/off, 1/0), got 'nah'",
+        f"  - {tmp_path / 'bat.yaml'}: eval.fiel (line 2): unknown setting "
+        "(did you mean 'file'?) (eval has: file, image)",
+        f"  - {tmp_path / 'bat.yaml'}: init.agent.port (line 5): expected a port number "
+        "(1-65535), got 0",
+        "  - environment: BAT_IMAGES_HOST (images.host): is empty (to use the default, "
+        "leave the setting out or unset it)",
+    ]
+
+
 # -- files: structure and values -------------------------------------------------------
 
 
@@ -186,12 +235,13 @@ def test_good_variables_keep_their_meaning(tmp_path, home):
     ("content", "words"),
     [
         ("eval: {file: null}\n", "eval.file (line 1): must have a value"),
-        ("init: 5\n", "init (line 1): must be a mapping of keys (agent), not a number"),
+        ("init: 5\n", "init (line 1): expected a mapping of keys, got the number 5"),
+        ("eval: [1]\n", "eval (line 1): expected a mapping of keys, got a list"),
         (
-            "eval: [1]\n",
-            "eval (line 1): must be a mapping of keys (file, run_dir, image), not a list",
+            "eval:\n  fiel: x\n",
+            "eval.fiel (line 2): unknown setting (did you mean 'file'?) (eval has: file, image)",
         ),
-        ("eval:\n  fiel: x\n", "eval.fiel (line 2): unknown setting (did you mean 'file'?)"),
+        ("eval:\n  run_dir: x\n", "eval.run_dir (line 2): unknown setting"),
         ("imagse:\n  host: x\n", "imagse (line 1): unknown section (did you mean 'images'?)"),
         ("project_stuff: 1\n", "project_stuff (line 1): unknown section"),
         ("init:\n  agent:\n    port: abc\n", "init.agent.port (line 3): expected a port"),
@@ -202,7 +252,8 @@ def test_good_variables_keep_their_meaning(tmp_path, home):
         ("init: {agent: {clients: []}}\n", "init.agent.clients (line 1): is an empty list"),
         ("init: {agent: {clients: [a, 3]}}\n", "init.agent.clients (line 1): expected text"),
         ("docker: {registry: ''}\n", "docker.registry (line 1): is empty"),
-        ("run: 5\n", "run (line 1): must be a mapping of keys, not a number"),
+        ("run: 5\n", "run (line 1): expected a mapping of keys, got the number 5"),
+        ("run:\n  watchers: {a: 1}\n", "run.watchers (line 2): expected a single value"),
         ("tasks: {dedupe: nah}\n", "tasks.dedupe (line 1): expected true or false"),
     ],
 )
@@ -230,7 +281,7 @@ def test_user_and_dash_f_files_are_checked_alike(tmp_path, home, layer):
         path.write_text('{"images": {"accept_new_host_key": "nah"}}')
         args = ["-f", str(path)]
     err = one_error_line(run_bat(*args, "version", cwd=tmp_path))
-    line = "" if layer == "runtime-json" else " (line 2)"
+    line = " (line 1)" if layer == "runtime-json" else " (line 2)"
     assert err.startswith(f"bat: error: {path}: images.accept_new_host_key{line}: expected true")
 
 
@@ -393,3 +444,110 @@ def documented_file_value(keys: tuple[str, ...], value: object) -> bool:
     if value is None:
         return keys == ("images", "host")  # optional: null means "not set"
     return isinstance(value, str) and bool(value.strip()) and not (set(value) & CONTROL)
+
+
+# -- property: any bat.yaml and any BAT_* values, run in-process ------------------------
+
+SETTING_NAMES = sorted(
+    {part for model in GROUPS.values() for key in model_keys(model) for part in key.split(".")}
+    | set(GROUPS)
+    | {"run", "echo", "env", "watchers", "tasks", "dedupe", "runners", "local", "run_dir"}
+)
+keys = st.one_of(
+    st.sampled_from(SETTING_NAMES), fk.weird_text, st.integers(), st.booleans(), st.none()
+)
+nodes = st.recursive(
+    fk.weird_scalar,
+    lambda children: st.one_of(
+        st.lists(children, max_size=3), st.dictionaries(keys, children, max_size=4)
+    ),
+    max_leaves=12,
+)
+documents = st.one_of(nodes, st.dictionaries(keys, nodes, max_size=5))
+
+
+def setting_variable_names() -> list[str]:
+    """``BAT_INIT_AGENT_PORT``, ...: every key of the defaults, as docs/configuration.md
+    names its variable (the run-time key eval.run_dir too, which is not read)."""
+    from bat.tasks import ns
+
+    keys = leaves(namespace_defaults(ns))
+    return sorted("BAT_" + key.replace(".", "_").upper() for key, _ in keys)
+
+
+variables = st.dictionaries(
+    st.sampled_from([*setting_variable_names(), "BAT_RUN_ECHO", "BAT_NOT_A_SETTING"]),
+    fk.weird_text.filter(lambda value: "\x00" not in value),
+    max_size=3,
+)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(document=documents, raw=st.booleans(), data=st.data(), env=variables)
+def test_any_settings_are_taken_or_refused_in_one_located_line(document, raw, data, env):
+    """Arbitrary YAML as ./bat.yaml (also broken at the byte level) and arbitrary BAT_*
+    values: exit 0, or exit 2 with one ``bat: error:`` headline where every problem
+    names the file or the variable; never a traceback, nothing written outside."""
+    text = fk.to_yaml(document)
+    if raw:
+        text = data.draw(fk.byte_mutations(text))
+    root = Path(tempfile.mkdtemp(prefix="settings-"))
+    try:
+        (root / "home").mkdir()
+        (root / "project").mkdir()
+        path = root / "project" / "bat.yaml"
+        path.write_bytes(text)
+        outcome = fk.run_in_process(["version"], cwd=root / "project", scratch=root, env=env)
+        what = f"bat.yaml: {text[:400]!r}\nenvironment: {env!r}"
+        fk.check_outcome(outcome, what)
+        lines = outcome.err.splitlines()
+        if outcome.code == 2:
+            headline = lines[0].removeprefix("bat: error: ")
+            problems = [line.removeprefix("  - ") for line in lines[1:]] or [headline]
+            for problem in problems:
+                assert problem.startswith((str(path), "environment: BAT_")), what
+        else:
+            assert outcome.out.startswith("bat-cli "), what
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# -- a program built on bat, with a group of its own ------------------------------------
+
+
+def own_program():
+    """``BatProgram(namespace=...)`` with a ``deploy`` group whose task prints its settings."""
+    from invoke import Collection, task
+
+    from bat.cli.program import BatProgram
+
+    @task
+    def show(c):
+        print(sorted(c.config.deploy.items()))
+
+    deploy = Collection("deploy", show)
+    deploy.configure({"deploy": {"replicas": 2, "dry": False, "ratio": 0.5, "target": None}})
+    return BatProgram(namespace=Collection(deploy))
+
+
+def test_a_group_of_another_program_is_typed_by_its_defaults(tmp_path, home, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bat.yaml").write_text("deploy:\n  replicas: '3'\n  dry: 'on'\n")
+    monkeypatch.setenv("BAT_DEPLOY_TARGET", "prod")
+    assert own_program().run(["bat", "deploy.show"], exit=False) == 0
+    shown = "[('dry', True), ('ratio', 0.5), ('replicas', 3), ('target', 'prod')]"
+    assert capsys.readouterr().out.strip() == shown
+
+    (tmp_path / "bat.yaml").write_text("deploy:\n  ratio: .inf\n  replica: 3\ninit: {}\n")
+    assert own_program().run(["bat", "deploy.show"], exit=False) == 2
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        f"  - {tmp_path / 'bat.yaml'}: deploy.ratio (line 2): expected a finite number, got inf",
+        f"  - {tmp_path / 'bat.yaml'}: deploy.replica (line 3): unknown setting (did you mean "
+        "'replicas'?) (deploy has: replicas, dry, ratio, target)",
+        f"  - {tmp_path / 'bat.yaml'}: init (line 4): unknown section "
+        "(bat's sections: deploy; Invoke's: run, runners, sudo, tasks, timeouts)",
+    ]
