@@ -196,7 +196,7 @@ chmod 700 "$SSH_DIR"
 [ -s "$SSH_DIR/client_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C bat-ci-client -f "$SSH_DIR/client_ed25519"
 cp "$SSH_DIR/client_ed25519.pub" "$SSH_DIR/authorized_keys"
 echo "[127.0.0.1]:$SSH_PORT $(cut -d' ' -f1,2 "$SSH_DIR/host_ed25519.pub")" >"$SSH_DIR/known_hosts"
-cat >"$SSH_DIR/sshd_config" <<EOF
+cat >"$SSH_DIR/sshd_config.new" <<EOF
 # sshd for bat's image tests: keys only, 127.0.0.1 only.
 Port $SSH_PORT
 ListenAddress 127.0.0.1
@@ -210,11 +210,24 @@ KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
 Subsystem sftp internal-sftp
+# Tests connect from several workers at once: sshd's default (10 connections waiting
+# for their login, then it drops some) resets connections at the banner.
+MaxStartups 200:30:400
 EOF
 
-if ssh_answers; then
+changed=0
+if ! cmp -s "$SSH_DIR/sshd_config.new" "$SSH_DIR/sshd_config"; then
+    mv "$SSH_DIR/sshd_config.new" "$SSH_DIR/sshd_config"
+    changed=1
+fi
+rm -f "$SSH_DIR/sshd_config.new"
+if ssh_answers && [ "$changed" = 0 ]; then
     say "sshd already answers on 127.0.0.1:$SSH_PORT"
 else
+    if ssh_answers && [ -s "$SSH_DIR/sshd.pid" ]; then  # an older configuration: restart
+        kill "$(cat "$SSH_DIR/sshd.pid")" 2>/dev/null || true
+        for _ in $(seq 50); do ssh_answers || break; sleep 0.1; done
+    fi
     mkdir -p /run/sshd
     say "starting sshd on 127.0.0.1:$SSH_PORT"
     /usr/sbin/sshd -f "$SSH_DIR/sshd_config" -E "$SSH_DIR/sshd.log"

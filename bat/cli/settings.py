@@ -219,10 +219,12 @@ class InitSettings(_Section):
 
 
 class EvalSettings(_Section):
-    """``eval``: the evaluation file, and the image ``eval.run`` evaluates."""
+    """``eval``: the evaluation file, the image ``eval.run`` evaluates, and whether the
+    stages after a run draw its charts and report."""
 
     file: Text = None
     image: Image = None
+    charts: Boolean = None
 
 
 class DockerSettings(_Section):

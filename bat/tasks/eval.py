@@ -32,7 +32,7 @@ from bat.figures import counted
 from bat.tasks._chain import run_context
 from bat.tasks._options import BatTask, command, setting
 
-DEFAULTS = {"file": "eval/eval.yaml", "image": None}
+DEFAULTS = {"file": "eval/eval.yaml", "image": None, "charts": True}
 
 
 def _context(c: Context):
@@ -407,6 +407,8 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
     from bat.evaluation.present.plot.render import plot_folder
 
     ctx = _context(c)
+    if ctx.chained and not setting(c, None, "eval.charts", True):
+        return  # eval.charts: false — a CI job that only gates draws nothing
     with _stage(
         "drawing the charts and report",
         "every episode and summary is kept",
