@@ -71,8 +71,9 @@ def run_bat(
     process: bool = False,
 ) -> Result:
     """Run ``bat ARGS`` and return what it printed and its exit status; never raises on a
-    non-zero exit. In this process unless ``process`` (then the installed console script)."""
-    if process:
+    non-zero exit. In this process unless ``process`` (then the installed console script),
+    or unless ``env`` sets a ``PYTHON*`` variable, which only a new interpreter reads."""
+    if process or any(name.startswith("PYTHON") for name in env or {}):
         proc = subprocess.run(
             [str(BAT), *args],
             cwd=cwd,

@@ -112,9 +112,20 @@ class RunContext:
     @cached_property
     def scrubber(self) -> Scrubber:
         """Every secret of the configuration (passwords and keys in its URLs, its ``env``
-        maps' values, each judge's key) and whatever :meth:`remember` added."""
-        found = config_secrets(self.resolved, self.env)
-        return Scrubber([*found, *self._extra_secrets], config_urls(self.resolved))
+        maps' values, each judge's key) and whatever :meth:`remember` added.
+
+        A stage that needs no configuration (``eval.summarize --run``, ``eval.plot
+        --folder``) works without a readable eval.yaml: then there is no secret of it to
+        hide (the files it reads were scrubbed when written), and the stage that needs
+        the configuration says what is wrong with it."""
+        from bat.errors import InputError
+
+        try:
+            resolved = self.resolved
+        except InputError:
+            return Scrubber(self._extra_secrets)
+        found = config_secrets(resolved, self.env)
+        return Scrubber([*found, *self._extra_secrets], config_urls(resolved))
 
     def known_scrubber(self) -> Scrubber | None:
         """The scrubber when the configuration has been read already, else None; never
@@ -122,17 +133,6 @@ class RunContext:
         if self._given is None and "resolved" not in self.__dict__:
             return None
         return self.scrubber
-
-    def scrubber_if_configured(self) -> Scrubber:
-        """For a stage that needs no configuration (``eval.summarize --run``, ``eval.plot
-        --folder``): the configuration's scrubber when there is a readable one, else one
-        that hides nothing (the files it reads were scrubbed when written)."""
-        from bat.errors import InputError
-
-        try:
-            return self.scrubber
-        except InputError:
-            return Scrubber()
 
     def remember(self, values: Iterable[str | None]) -> None:
         """Hide ``values`` too from everything written or printed from now on."""

@@ -343,7 +343,7 @@ def summarize_model(
         run_name=record.run_name,
         timestamp_utc=record.timestamp_utc(),
     )
-    store.write_results(model_dir, summary, metrics, scrubber=ctx.scrubber_if_configured())
+    store.write_results(model_dir, summary, metrics, scrubber=ctx.scrubber)
     ctx.summaries[model_dir.resolve()] = (key, summary)
     return summary
 
@@ -395,7 +395,7 @@ def recheck_run(ctx: RunContext, run_dir: Path, dataset: Dataset, *, say: Say = 
             if verdict is not None and verdict != episode.verdict:
                 rewrites.append((path, episode, verdict))
     for path, episode, verdict in rewrites:
-        store.write_verdict(path, episode, verdict, scrubber=ctx.scrubber_if_configured())
+        store.write_verdict(path, episode, verdict, scrubber=ctx.scrubber)
     say(f"{counted(len(rewrites), 'verdict')} changed")
     return len(rewrites)
 

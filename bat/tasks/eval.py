@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from invoke import Collection, Context, task
 
@@ -32,16 +33,25 @@ from bat.figures import counted
 from bat.tasks._chain import run_context
 from bat.tasks._options import BatTask, command, setting
 
+if TYPE_CHECKING:
+    from bat.evaluation.context import RunContext
+
 DEFAULTS = {"file": "eval/eval.yaml", "image": None, "charts": True}
 
 
-def _context(c: Context):
-    """This command line's run context (made by its first evaluation stage)."""
+def context(c: Context) -> RunContext:
+    """This command line's evaluation run context, made by its first evaluation stage.
+
+    For a project's own task chained after ``eval.run`` (docs/reuse.md): ``run_dir`` is
+    the run its stages worked on, ``untrusted`` why its numbers are incomplete, and
+    ``gates_failed`` the gates that did not hold (``conclude`` turns those into exit
+    statuses); ``resolved`` is eval.yaml as read.
+    """
     return run_context(c, setting(c, None, "eval.file", DEFAULTS["file"]))
 
 
 def _config(c: Context):
-    return _context(c).resolved
+    return context(c).resolved
 
 
 def _stage_run(c: Context, run: str | None, *, batcli: bool = False):
@@ -57,7 +67,7 @@ def _stage_run(c: Context, run: str | None, *, batcli: bool = False):
     from bat.evaluation.log import layout
     from bat.evaluation.log.run import find_run
 
-    ctx = _context(c)
+    ctx = context(c)
     if run:
         _check_run(run, "--run")
     chosen = run or (str(ctx.run_dir) if ctx.run_dir else None)
@@ -154,7 +164,7 @@ def show(c: Context, json: bool = False) -> None:
         settings = read_agent_settings(resolved)  # the agent's files: what eval.run refuses
     print(describe(resolved, as_json=json, dataset=dataset))
     for warning in warnings_of(resolved, dataset, settings):
-        _context(c).warn(warning)
+        context(c).warn(warning)
 
 
 @command(
@@ -224,7 +234,7 @@ def run(
     cli_gates = command_line_gates(gate or [], baseline, _number(max_drop, "--max-drop"))
     exports = [parse_target(spec) for spec in export or []]  # a bad one before any episode
     sliced = Shard.parse(shard) if shard is not None else None
-    ctx = _context(c)
+    ctx = context(c)
     image = setting(c, image, "eval.image", None)  # eval.image: a chain's way to set it
     if image not in (None, False):  # --image alone is True: the image bat build tags
         ctx.with_image(image if isinstance(image, str) and image else _built_image(c))
@@ -278,7 +288,7 @@ def conclude(c: Context) -> None:
     failed."""
     from bat.errors import GateFailed, IncompleteRun
 
-    ctx = _context(c)
+    ctx = context(c)
     ctx.stop_viewer()  # the viewer of --view, if any: the run's chain ends here
     if ctx.dry_run:
         return
@@ -319,7 +329,7 @@ def gate(
 
     if baseline:
         _check_run(baseline, "--baseline")
-    ctx = _context(c)
+    ctx = context(c)
     if ctx.chained:  # the flags of eval.run (or eval.merge) reach this stage in the context
         specs = ctx.cli_gates
     else:
@@ -347,7 +357,7 @@ def judge(c: Context, run: str | None = None) -> None:
     """
     from bat.evaluation.pipeline import judge_stage
 
-    ctx = _context(c)
+    ctx = context(c)
     _config(c)  # eval.yaml is read (and refused) before a run is looked for
     run_dir = _stage_run(c, run)  # the summary and charts that follow: this run's
     ctx.chained = True  # its gates are checked by conclude, after the charts
@@ -370,7 +380,7 @@ def summarize(c: Context, run: str | None = None) -> None:
         "every episode is kept",
         f"write the summaries with: bat eval.summarize --run {run_dir.name}",
     ):
-        written = summarize_run(_context(c), run_dir)
+        written = summarize_run(context(c), run_dir)
     print(f"Wrote {counted(len(written), 'file')} in {run_dir}")
 
 
@@ -382,7 +392,7 @@ def verdict(c: Context, run: str | None = None) -> None:
     from bat.evaluation.inputs.dataset import load_dataset
     from bat.evaluation.pipeline import recheck_run
 
-    ctx = _context(c)
+    ctx = context(c)
     recheck_run(ctx, _stage_run(c, run, batcli=True), load_dataset(ctx.resolved.dataset))
 
 
@@ -406,7 +416,7 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
 
     from bat.evaluation.present.plot.render import plot_folder
 
-    ctx = _context(c)
+    ctx = context(c)
     if ctx.chained and not setting(c, None, "eval.charts", True):
         return  # eval.charts: false — a CI job that only gates draws nothing
     with _stage(
@@ -416,7 +426,7 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
     ):
         chained = ctx.plot_folder  # eval.merge -o DIR
         base = Path(folder or chained) if folder or chained else ctx.resolved.output_dir
-        result = plot_folder(base, filter or None, scrubber=ctx.scrubber_if_configured())
+        result = plot_folder(base, filter or None, scrubber=ctx.scrubber)
     print(f"{counted(len(result.runs), 'run')} in {base}")
     for path in result.removed:
         print(f"Removed {path} (no longer drawn)")
@@ -503,9 +513,9 @@ def merge(c: Context, runs: str, output: str | None = None, gate: list[str] | No
         raise UsageError("eval.merge needs the shards' run folders: bat eval.merge RUN...")
     cli_gates = command_line_gates(gate or [], None, None)  # a bad one before any write
     folders = [_shard_folder(c, reference) for reference in references]
-    ctx = _context(c)
+    ctx = context(c)
     target = Path(output) if output else ctx.resolved.output_dir
-    merged = merge_runs(folders, target, ctx.scrubber_if_configured())
+    merged = merge_runs(folders, target, ctx.scrubber)
     print(f"Merged {counted(len(folders), 'shard')} into {merged}")
     ctx.plot_folder = target
     ctx.cli_gates = list(cli_gates)
@@ -560,7 +570,7 @@ def export(c: Context, run: str | None = None, to: list[str] | None = None) -> N
     """
     from bat.evaluation.present.export import export_run, parse_target
 
-    ctx = _context(c)
+    ctx = context(c)
     if ctx.chained and not to:  # after eval.run: its --export values, if any
         to = ctx.exports
         if not to:
@@ -649,5 +659,5 @@ ns.add_task(view)
 ns.configure({"eval": dict(DEFAULTS)})
 
 # What another project's tasks.py may import (docs/reuse.md; tests/test_reuse.py).
-__all__ = ["compare", "export", "gate", "init", "judge", "merge", "ns", "plot", "run"]
+__all__ = ["compare", "context", "export", "gate", "init", "judge", "merge", "ns", "plot", "run"]
 __all__ += ["schema", "show", "summarize", "verdict", "view"]

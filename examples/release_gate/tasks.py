@@ -9,7 +9,7 @@ an agent's folder (one with ``eval/eval.yaml``, a ``Dockerfile`` and a registry 
 2. ``eval.run`` (a ``pre`` task; it chains ``eval.judge``, ``eval.summarize``, ``eval.plot``)
    evaluates the agent started from that image (``eval.image: true`` below: the image
    ``bat build`` tags, as ``eval.run --image``), and records its run directory in the
-   configuration (``eval.run_dir``);
+   command line's run context (``eval_tasks.context(c).run_dir``);
 3. ``release`` reads that run's ``summary.json`` of every model and stops the chain with
    exit status 1 if a model's pass rate is below the threshold;
 4. ``images.push`` (a ``post`` task) pushes the image evaluated; it runs only if the gate
@@ -21,7 +21,6 @@ and this project configures them and itself the same way.
 """
 
 import json
-from pathlib import Path
 
 from invoke import Collection, Exit, task
 
@@ -37,7 +36,7 @@ from bat.tasks import images
 def release(c, threshold=None):
     """Build the image, evaluate it, gate on its pass rate, then push it."""
     limit = float(threshold if threshold is not None else c.config.release.threshold)
-    run_dir = Path(c.config.eval.run_dir)
+    run_dir = eval_tasks.context(c).run_dir
     run = json.loads((run_dir / "run.json").read_text())
     worst = None
     for model in run["models"]:

@@ -220,7 +220,7 @@ def test_every_problem_of_every_layer_is_told_at_once(tmp_path, home):
         f"  - {home / '.bat.yaml'}: images.no_cache (line 2): expected true or false "
         "(also yes/no, on/off, 1/0), got 'nah'",
         f"  - {tmp_path / 'bat.yaml'}: eval.fiel (line 2): unknown setting "
-        "(did you mean 'file'?) (eval has: file, image)",
+        "(did you mean 'file'?) (eval has: file, image, charts)",
         f"  - {tmp_path / 'bat.yaml'}: init.agent.port (line 5): expected a port number "
         "(1-65535), got 0",
         "  - environment: BAT_IMAGES_HOST (images.host): is empty (to use the default, "
@@ -239,7 +239,8 @@ def test_every_problem_of_every_layer_is_told_at_once(tmp_path, home):
         ("eval: [1]\n", "eval (line 1): expected a mapping of keys, got a list"),
         (
             "eval:\n  fiel: x\n",
-            "eval.fiel (line 2): unknown setting (did you mean 'file'?) (eval has: file, image)",
+            "eval.fiel (line 2): unknown setting (did you mean 'file'?) "
+            "(eval has: file, image, charts)",
         ),
         ("eval:\n  run_dir: x\n", "eval.run_dir (line 2): unknown setting"),
         ("imagse:\n  host: x\n", "imagse (line 1): unknown section (did you mean 'images'?)"),
