@@ -337,6 +337,7 @@ def _tasks_json(task: dict[str, Any]) -> dict[str, Any]:
     from typing import get_args
 
     from bat.evaluation.inputs import dataset
+    from bat.evaluation.log import outcome
 
     defs = task.pop("$defs")
     defs["TaskSpec"] = task
@@ -358,7 +359,7 @@ def _tasks_json(task: dict[str, Any]) -> dict[str, Any]:
     task["properties"]["id"]["pattern"] = r"^\S(?:[^\x00-\x1f\x7f]*\S)?$"
 
     # Status words in any case, failed for error, ... (normalize_status); null: unchecked.
-    words = [*get_args(dataset.Status), *dataset.STATUS_SYNONYMS]
+    words = [*get_args(outcome.Status), *outcome.STATUS_SYNONYMS]
     caseless = "|".join(_caseless(word) for word in words)
     expected["status"] = {
         "anyOf": [

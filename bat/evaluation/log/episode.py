@@ -8,8 +8,8 @@ read old runs; fields are only ever added. ``bat.episode/2`` added bat-cli 2026.
 ``content_preview``, ``user_input``) with bat-cli's meaning; a ``bat.episode/1`` file
 reads the same.
 Times are in seconds (``t``, ``wall_time_s``); the ``*_ms`` keys are derived for bat-cli's
-readers. The judges' scores are written into the episode by
-:func:`bat.evaluation.log.store.write_scores`, and nowhere else.
+readers. The judges' scores (:mod:`bat.evaluation.log.scores`) are written into the
+episode by :func:`bat.evaluation.log.store.write_scores`, and nowhere else.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import json
 from typing import Any, Literal, get_args
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field
+
+from bat.evaluation.log.scores import JudgeScores
 
 EPISODE_SCHEMA = "bat.episode/2"
 OLDER_EPISODE_SCHEMAS = frozenset({"bat.episode/1"})
@@ -197,32 +199,6 @@ class Aux(BaseModel):
     attempt_index: int
 
 
-class DimensionScore(BaseModel):
-    """One judge dimension of one episode: the mean over the judges that answered."""
-
-    score: float | None
-    reasoning: str = ""
-    per_judge: dict[str, float | None] = Field(default_factory=dict)
-    disagreement: float | None = None  # max - min, with two judges or more
-
-
-class JudgeScores(BaseModel):
-    """An episode's ``scores``: what the judges said (``bat.evaluation.judging.scores``).
-
-    An episode that ended in an infrastructure failure is not judged: its scores hold only
-    ``error``. Kept as plain data in :class:`EpisodeResult` (its files are read by
-    scripts as they are); this model is the shape the log layer checks before writing.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    rubric_version: str | None = None
-    judges: list[str] = Field(default_factory=list)
-    dimensions: dict[str, DimensionScore] = Field(default_factory=dict)
-    error: str | None = None  # set when every judge failed (or none was asked): the reasons
-    judge_errors: dict[str, str] = Field(default_factory=dict)  # label -> reason
-
-
 class EpisodeResult(BaseModel):
     """One file in ``episodes/``."""
 
@@ -238,7 +214,7 @@ class EpisodeResult(BaseModel):
     agent_error: AgentError | None = None
     trace: EpisodeTrace
     verdict: Verdict | None = None
-    scores: dict[str, Any] | None = None
+    scores: JudgeScores | None = None  # the judges' (bat.evaluation.log.scores)
     started_at: str
     ended_at: str
     # Earlier records of this (task, attempt) that ``--retry-infra`` replaced, relative to
@@ -263,10 +239,7 @@ class EpisodeResult(BaseModel):
     @property
     def qualitative_scores(self) -> dict[str, float | None] | None:
         """bat-cli's judge scores: the score per dimension (None: not judged)."""
-        dimensions = (self.scores or {}).get("dimensions")
-        if not isinstance(dimensions, dict):
-            return None
-        return {name: (value or {}).get("score") for name, value in dimensions.items()}
+        return None if self.scores is None else self.scores.per_dimension()
 
     def to_json(self) -> str:
         """The file's text, without any secret bat knows of (an agent or a judge may

@@ -41,10 +41,11 @@ from bat.evaluation.log.episode import (
     EPISODE_SCHEMA,
     OLDER_EPISODE_SCHEMAS,
     EpisodeResult,
-    JudgeScores,
     Verdict,
 )
 from bat.evaluation.log.files import SURROGATE_ESCAPE, read_json_object
+from bat.evaluation.log.outcome import episode_outcome
+from bat.evaluation.log.scores import JudgeScores
 from bat.evaluation.log.summary import (
     METRICS_SCHEMA,
     OLDER_METRICS_SCHEMAS,
@@ -165,7 +166,7 @@ def remember_infra_failures(model_dir: Path, print_: str, found: set[tuple[str, 
 def infra_key(path: Path, episode: EpisodeResult) -> tuple[str, int] | None:
     """``(task file stem, attempt)`` of an episode recorded as an infrastructure failure."""
     match = layout.EPISODE_NAME.match(path.name)
-    if match and episode.infra_error is not None:
+    if match and episode_outcome(episode).word == "infra":
         return match["stem"], int(match["attempt"])
     return None
 
@@ -215,13 +216,16 @@ def queue_episode(
         writer.put(path, episode.to_json().encode())
 
 
-def write_scores(path: Path, episode: EpisodeResult, scores: dict[str, Any]) -> bool:
-    """Put the judges' ``scores`` into the episode at ``path``; False if they were there."""
-    JudgeScores.model_validate(scores)  # the shape every reader of scores relies on
-    scores = secrets.scrub_data(scores)  # a judge's reasoning may quote what it was sent
-    if episode.scores == scores:
+def write_scores(path: Path, episode: EpisodeResult, scores: JudgeScores) -> bool:
+    """Put the judges' ``scores`` into the episode at ``path``; False if they were there.
+
+    They are compared as the file would hold them, scrubbed (a judge's reasoning may
+    quote what it was sent), and checked again after (a model built without validation
+    must not put another shape in a file)."""
+    given = secrets.scrub_data(scores.model_dump())
+    if episode.scores is not None and episode.scores.model_dump() == given:
         return False  # an unchanged re-judge rewrites nothing
-    episode.scores = scores
+    episode.scores = JudgeScores.model_validate(given)  # the shape every reader relies on
     _rewrite(path, episode)
     return True
 
