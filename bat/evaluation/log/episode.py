@@ -17,7 +17,15 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, get_args
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    FieldSerializationInfo,
+    computed_field,
+    field_serializer,
+)
 
 from bat.evaluation.log.scores import JudgeScores
 
@@ -222,6 +230,12 @@ class EpisodeResult(BaseModel):
     earlier: list[str] = Field(default_factory=list)
 
     model_config = {"populate_by_name": True}
+
+    # No return annotation: pydantic would take it for the JSON Schema of ``scores``.
+    @field_serializer("scores")
+    def _scores_as_written(self, scores: JudgeScores | None, info: FieldSerializationInfo):
+        """``scores`` with the keys they were given (``JudgeScores.as_written``)."""
+        return None if scores is None else scores.as_written(info.mode)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -26,25 +26,14 @@ Keys this bat does not know are ignored, as everywhere in the log.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 NOT_JUDGED_INFRA = "not judged: infrastructure failure"
 
 
-class _AsGiven(BaseModel):
-    """A model serialized with only the fields it was given (see the module's docstring)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    # No return annotation: pydantic would take it for the JSON Schema of what is written.
-    @model_serializer(mode="wrap")
-    def _given_fields(self, handler: SerializerFunctionWrapHandler):
-        data = handler(self)
-        given = self.model_fields_set
-        return {key: value for key, value in data.items() if key in given}
-
-
-class DimensionScore(_AsGiven):
+class DimensionScore(BaseModel):
     """One judge dimension of one episode: the mean over the judges that answered."""
 
     score: float | None
@@ -53,7 +42,7 @@ class DimensionScore(_AsGiven):
     disagreement: float | None = None  # max - min, with two judges or more
 
 
-class JudgeScores(_AsGiven):
+class JudgeScores(BaseModel):
     """An episode's ``scores``: what the judges said (made by ``bat.evaluation.judging``)."""
 
     # What bat writes has no other key (its schema says so); a file's unknown keys are
@@ -65,6 +54,11 @@ class JudgeScores(_AsGiven):
     dimensions: dict[str, DimensionScore] = Field(default_factory=dict)
     error: str | None = None  # set when every judge failed (or none was asked): the reasons
     judge_errors: dict[str, str] = Field(default_factory=dict)  # label -> reason
+
+    def as_written(self, mode: str = "python") -> dict[str, Any]:
+        """The scores as an episode file holds them: the keys they were given, no other
+        (an unset key is not written with its default)."""
+        return self.model_dump(mode=mode, exclude_unset=True)
 
     def per_dimension(self) -> dict[str, float | None] | None:
         """The score per dimension (bat-cli's ``qualitative_scores``); None when no

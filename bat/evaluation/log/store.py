@@ -222,8 +222,8 @@ def write_scores(path: Path, episode: EpisodeResult, scores: JudgeScores) -> boo
     They are compared as the file would hold them, scrubbed (a judge's reasoning may
     quote what it was sent), and checked again after (a model built without validation
     must not put another shape in a file)."""
-    given = secrets.scrub_data(scores.model_dump())
-    if episode.scores is not None and episode.scores.model_dump() == given:
+    given = secrets.scrub_data(scores.as_written())
+    if episode.scores is not None and episode.scores.as_written() == given:
         return False  # an unchanged re-judge rewrites nothing
     episode.scores = JudgeScores.model_validate(given)  # the shape every reader relies on
     _rewrite(path, episode)
