@@ -11,7 +11,7 @@ Modules: ``rubrics`` (the versioned rubrics and the prompt, within a budget), ``
 (the HTTP protocols, retries, the API key), ``parse`` (reading a judge's reply),
 ``cache`` (judgements already paid for), ``scores`` (several judges' outcomes combined
 into an episode's scores, whose shape is the log's: ``bat.evaluation.log.scores``).
-No Invoke here, and ``requests`` is only imported once a request is made.
+No Invoke here, and httpx is only imported once a request is made.
 """
 
 from __future__ import annotations
