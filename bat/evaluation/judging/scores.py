@@ -11,10 +11,11 @@ that failed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from bat.evaluation.inputs.config import JUDGE_DIMENSIONS
 from bat.evaluation.judging.parse import Judgement
-from bat.evaluation.log.scores import DimensionScore, JudgeScores
+from bat.evaluation.log.scores import JudgeScores
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ def combine(rubric_version: str, outcomes: dict[str, Outcome]) -> JudgeScores:
     """The scores of one episode from each judge's outcome (``label -> Outcome``)."""
     labels = list(outcomes)
     several = len(labels) > 1
-    dimensions: dict[str, DimensionScore] = {}
+    dimensions: dict[str, dict[str, Any]] = {}
     for dim in JUDGE_DIMENSIONS:
         per_judge: dict[str, float | None] = {}
         reasons: list[str] = []
@@ -42,12 +43,12 @@ def combine(rubric_version: str, outcomes: dict[str, Outcome]) -> JudgeScores:
             per_judge[label] = score
             reasons.append(f"[{label}] {reasoning}" if several else reasoning)
         values = [v for v in per_judge.values() if v is not None]
-        dimensions[dim] = DimensionScore(
-            score=round(sum(values) / len(values), 6) if values else None,
-            reasoning="\n".join(reasons),
-            per_judge=per_judge,
-            disagreement=round(max(values) - min(values), 6) if len(values) > 1 else None,
-        )
+        dimensions[dim] = {
+            "score": round(sum(values) / len(values), 6) if values else None,
+            "reasoning": "\n".join(reasons),
+            "per_judge": per_judge,
+            "disagreement": round(max(values) - min(values), 6) if len(values) > 1 else None,
+        }
     failed = {label: o.error or "failed" for label, o in outcomes.items() if o.judgement is None}
     error = None
     if failed and len(failed) == len(outcomes):
@@ -56,10 +57,14 @@ def combine(rubric_version: str, outcomes: dict[str, Outcome]) -> JudgeScores:
             if several
             else (next(iter(failed.values())))
         )
-    return JudgeScores(
-        rubric_version=rubric_version,
-        judges=labels,
-        dimensions=dimensions,
-        error=error,
-        judge_errors=failed,
+    # Validated in one call (pydantic's core makes the nested models): a re-judge of a
+    # big run makes one of these per episode.
+    return JudgeScores.model_validate(
+        {
+            "rubric_version": rubric_version,
+            "judges": labels,
+            "dimensions": dimensions,
+            "error": error,
+            "judge_errors": failed,
+        }
     )
