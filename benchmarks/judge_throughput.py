@@ -33,7 +33,7 @@ from bat.secrets import Scrubber
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import requests  # noqa: E402
+import httpx  # noqa: E402
 
 from bat.evaluation.inputs.config import JUDGE_DIMENSIONS, JudgeSpec  # noqa: E402
 from bat.evaluation.inputs.dataset import TaskSpec  # noqa: E402
@@ -109,7 +109,7 @@ def main() -> int:
     proc, url = start_server()
     work = Path(tempfile.mkdtemp(prefix="bat-judge-bench-"))
     try:
-        requests.post(f"{url}/control", json={"rules": [{"reply": reply}]}, timeout=5)
+        httpx.post(f"{url}/control", json={"rules": [{"reply": reply}]}, timeout=5)
         spec = JudgeSpec(
             provider="openai", model="scripted", base_url=f"{url}/v1", concurrency=args.concurrency
         )
@@ -119,14 +119,14 @@ def main() -> int:
         for n in range(args.repeat):
             run = work / f"run-{n}"
             shutil.copytree(template, run)
-            requests.post(f"{url}/control", json={"reset_stats": True}, timeout=5)
+            httpx.post(f"{url}/control", json={"reset_stats": True}, timeout=5)
             started = time.perf_counter()
             first = judge_run(run, [spec], tasks, env={}, say=lambda _: None, scrubber=Scrubber())
             fresh.append(time.perf_counter() - started)
             started = time.perf_counter()
             again = judge_run(run, [spec], tasks, env={}, say=lambda _: None, scrubber=Scrubber())
             cached.append(time.perf_counter() - started)
-            served = requests.get(f"{url}/stats", timeout=5).json()["requests"]
+            served = httpx.get(f"{url}/stats", timeout=5).json()["requests"]
             if (first.errors, first.requests_made, again.requests_made, again.cached) != (
                 0,
                 args.episodes,

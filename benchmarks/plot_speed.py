@@ -22,7 +22,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from bat.evaluation.judging.scores import infra_scores
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log import store
 from bat.evaluation.log.episode import (
@@ -33,6 +32,7 @@ from bat.evaluation.log.episode import (
     Usage,
     Verdict,
 )
+from bat.evaluation.log.scores import not_judged
 from bat.evaluation.stats import row_of, summarize
 from bat.secrets import Scrubber
 
@@ -87,7 +87,7 @@ def make_runs(base: Path, runs: int, tasks: int, k: int) -> int:
                 prompt, completion = rng.randint(200, 900), rng.randint(20, 200)
                 scores = None
                 if judged and infra:
-                    scores = infra_scores()  # what eval.judge writes for one
+                    scores = not_judged()  # what eval.judge writes for one
                 elif judged:
                     scores = {
                         "rubric_version": "bat.rubric/1",

@@ -59,6 +59,7 @@ def documented_surface() -> dict[str, list[str]]:
 # What the surface must cover: the collections, the log a plugin reads, the export interface.
 REQUIRED = ["bat.tasks", "bat.tasks.eval", "bat.evaluation.log", "bat.evaluation.log.run"]
 REQUIRED += ["bat.evaluation.log.summary", "bat.evaluation.log.episode"]
+REQUIRED += ["bat.evaluation.log.scores"]
 REQUIRED += ["bat.evaluation.present.export"]
 
 

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from math import comb, floor, sqrt
 
 from bat.evaluation.log.episode import AGENT_ERROR_KINDS, EpisodeResult
+from bat.evaluation.log.outcome import episode_outcome
 from bat.evaluation.log.summary import (
     Distribution,
     EpisodeRow,
@@ -90,31 +91,29 @@ def row_of(episode: EpisodeResult) -> EpisodeRow:
     usage = episode.trace.usage
     wall = round(episode.trace.wall_time_s, 4)
     first = episode.trace.time_to_first_event_s
-    passed = bool(episode.verdict and episode.verdict.passed)
-    scores = episode.scores or {}
-    dimensions = scores.get("dimensions") or {}
+    outcome = episode_outcome(episode)
+    scores = episode.scores
     return EpisodeRow(
         task_id=episode.task_id,
         expected_outcome=episode.expected_outcome,
         status=episode.status,
-        success=passed,
         time=RowTime(wall_ms=round(wall * 1000, 1)),
         tokens=RowTokens(
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
             total_tokens=usage.total_tokens,
         ),
-        verdict=RowVerdict(passed=passed, reason=episode.verdict.reason if episode.verdict else ""),
+        verdict=RowVerdict(
+            passed=outcome.passed, reason=episode.verdict.reason if episode.verdict else ""
+        ),
         attempt=episode.attempt,
         wall_time_s=wall,
         time_to_first_event_s=None if first is None else round(first, 4),
-        infra_error=episode.infra_error.kind if episode.infra_error else None,
-        agent_error=episode.agent_error.kind if episode.agent_error else None,
-        vacuous=bool(episode.verdict and episode.verdict.vacuous),
         model_calls=usage.model_calls,
         tool_calls=len(episode.trace.tool_calls),
-        scores={name: (value or {}).get("score") for name, value in dimensions.items()} or None,
-        judge_error=scores.get("error"),
+        scores=(scores.per_dimension() or None) if scores else None,
+        judge_error=scores.error if scores else None,
+        **outcome.row_fields(),
     )
 
 

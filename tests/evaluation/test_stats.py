@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bat.evaluation import stats
+from bat.evaluation.log.scores import JudgeScores
 from bat.evaluation.log.summary import dump
 from bat.evaluation.stats import pass_at_k, pass_hat_k, percentile, row_of
 from tests import logkit
@@ -161,7 +162,7 @@ def test_judge_statistics_per_dimension():
     episodes = [logkit.episode("a", i, True) for i in range(1, 4)]
     episodes[0].scores = _scores(response_relevance=1.0, hallucination_score=0.5)
     episodes[1].scores = _scores(response_relevance=0.5, hallucination_score=None)
-    episodes[2].scores = {"error": "judge timed out"}
+    episodes[2].scores = JudgeScores(error="judge timed out")
     rows = [row_of(episode) for episode in episodes]
     summary, metrics = summarize(rows, k=1, model="m", task_order=["a"])
     judge = metrics["summary"]["judge"]
@@ -189,7 +190,8 @@ def test_judge_statistics_per_dimension():
 
 def _scores(**dimensions):
     """An episode's ``scores`` as the judges write them (``judging.scores.combine``)."""
-    return {"dimensions": {name: {"score": value} for name, value in dimensions.items()}}
+    given = {name: {"score": value} for name, value in dimensions.items()}
+    return JudgeScores.model_validate({"dimensions": given})
 
 
 def test_no_judge_scores_means_no_judge_block():

@@ -9,8 +9,9 @@ request must not cost the scores of the other episodes.
 
 Modules: ``rubrics`` (the versioned rubrics and the prompt, within a budget), ``client``
 (the HTTP protocols, retries, the API key), ``parse`` (reading a judge's reply),
-``cache`` (judgements already paid for), ``scores`` (the format written to episodes).
-No Invoke here, and ``requests`` is only imported once a request is made.
+``cache`` (judgements already paid for), ``scores`` (several judges' outcomes combined
+into an episode's scores, whose shape is the log's: ``bat.evaluation.log.scores``).
+No Invoke here, and httpx is only imported once a request is made.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ from bat.evaluation.judging.cache import JudgeCache, cache_key
 from bat.evaluation.judging.client import JudgeClient
 from bat.evaluation.judging.parse import JudgeError, parse_judgement
 from bat.evaluation.judging.rubrics import RUBRIC_VERSION, build_prompt
-from bat.evaluation.judging.scores import NOT_JUDGED_INFRA, Outcome, combine, infra_scores
+from bat.evaluation.judging.scores import Outcome, combine
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import EpisodeResult
+from bat.evaluation.log.outcome import episode_outcome
+from bat.evaluation.log.scores import NOT_JUDGED_INFRA, JudgeScores, not_judged
 
 __all__ = [
     "CACHE_DIR",
@@ -130,9 +133,9 @@ def judge_run(
     pending: dict[Future[Outcome], tuple[int, str]] = {}
     try:
         for index, (path, episode) in enumerate(loaded):
-            if episode.infra_error is not None:
+            if episode_outcome(episode).word == "infra":
                 counts["skipped"] += 1
-                _save(path, episode, infra_scores(), scrubber)
+                _save(path, episode, not_judged(), scrubber)
                 continue
             outcomes[index] = {}
             task = tasks.get(episode.task_id)
@@ -150,10 +153,10 @@ def judge_run(
             _save(path, episode, scores, scrubber)
             counts["judged"] += 1
             counts["cached"] += all(o.cached for o in ordered.values())
-            counts["judge_failures"] += len(scores["judge_errors"])
-            if scores["error"]:
+            counts["judge_failures"] += len(scores.judge_errors)
+            if scores.error:
                 counts["errors"] += 1
-                errored[index] = f"{episode.task_id} try {episode.attempt}: {scores['error']}"
+                errored[index] = f"{episode.task_id} try {episode.attempt}: {scores.error}"
     except BaseException:
         # Ctrl-C: what was written and cached stays; queued judgements are dropped and
         # requests in flight are not waited for.
@@ -212,7 +215,7 @@ def _judge_one(
 
 
 def _save(
-    path: Path, episode: EpisodeResult, scores: dict[str, Any], scrubber: secrets.Scrubber
+    path: Path, episode: EpisodeResult, scores: JudgeScores, scrubber: secrets.Scrubber
 ) -> None:
     """Write the episode back with ``scores``, unless they are already there."""
     try:

@@ -1,9 +1,11 @@
 """Talking to a judge over HTTP: two wire protocols, retries, and the API key kept secret.
 
-Why plain ``requests`` and not a provider SDK: the two protocols are one POST each, and
-every server people run judges on (OpenAI, vLLM, llama.cpp, LM Studio, Ollama) speaks
-one of them. ``requests`` is imported inside the functions that use it, so importing
-the package costs nothing until a judgement is made.
+Why plain HTTP and not a provider SDK: the two protocols are one POST each, and every
+server people run judges on (OpenAI, vLLM, llama.cpp, LM Studio, Ollama) speaks one of
+them. The HTTP is httpx's, as for bat's A2A client: one stack, one set of exceptions. A
+judge's worker threads share one ``httpx.Client`` (thread-safe; at most
+``judge.concurrency`` connections, kept alive between requests). httpx is imported when
+the first request is made, so importing the package costs nothing until then.
 
 * OpenAI-compatible chat completions, ``{base_url}/chat/completions``, for every provider
   except a native Ollama (``provider: ollama`` with a ``base_url`` not ending in ``/v1``),
@@ -11,6 +13,8 @@ the package costs nothing until a judgement is made.
 * Temperature 0, and structured output (a JSON schema) where the protocol has it. A
   server that refuses the schema with a 400 is asked again without it, once, and never
   with it again: the parser does not depend on it.
+* Every answer must be in, whole, within ``judge.timeout_s`` of its request (a server
+  sending a byte now and then cannot hold a worker for ever); redirects are followed.
 * Retries on 429, 5xx, connection errors and timeouts, up to ``max_retries`` times:
   ``Retry-After`` (seconds or an HTTP date) when the server gives one, at most
   ``judge.max_retry_after_s`` (a longer request is capped, and the console and the
@@ -27,10 +31,12 @@ the package costs nothing until a judgement is made.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
@@ -140,8 +146,7 @@ class JudgeClient:
         self._structured = True  # until the server refuses the schema
         self._lock = threading.Lock()
         self._requests = 0
-        self._local = threading.local()  # a requests.Session per thread
-        self._sessions: list[Any] = []
+        self._http: Any = None  # the httpx.Client (see _client)
 
     @property
     def requests_made(self) -> int:
@@ -189,29 +194,29 @@ class JudgeClient:
         return cap, note
 
     def close(self) -> None:
-        for session in self._sessions:
-            session.close()
-        self._sessions.clear()
+        with self._lock:
+            http, self._http = self._http, None
+        if http is not None:
+            http.close()
 
-    def _session(self) -> Any:
-        session = getattr(self._local, "session", None)
-        if session is None:
-            import requests
-            from requests.adapters import HTTPAdapter
+    def _client(self) -> Any:
+        """The httpx.Client the worker threads share, made at the first request."""
+        with self._lock:
+            if self._http is None:
+                import httpx
 
-            session = requests.Session()
-            adapter = HTTPAdapter(pool_connections=1, pool_maxsize=1, max_retries=0)
-            session.mount("http://", adapter)
-            session.mount("https://", adapter)
-            self._local.session = session
-            with self._lock:
-                self._sessions.append(session)
-        return session
+                size = self.spec.concurrency
+                self._http = httpx.Client(
+                    timeout=httpx.Timeout(self.spec.timeout_s),
+                    limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+                    follow_redirects=True,
+                )
+            return self._http
 
     def _chat(self, system: str, user: str) -> str:
-        import requests
+        import httpx
 
-        session = self._session()
+        http = self._client()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
@@ -227,25 +232,25 @@ class JudgeClient:
                 self._requests += 1
             wait: float | None = None
             try:
-                response = self._post(session, body, headers)
-            except requests.Timeout:
+                answer = self._post(http, body, headers)
+            except (httpx.TimeoutException, _Overdue):
                 failure = f"no answer within {timeout:g} s"
-            except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
-                failure = f"connection failed: {_short(self.scrub(str(exc)))}"
-            except requests.RequestException as exc:
-                raise JudgeError(f"request failed: {_short(self.scrub(str(exc)))}") from None
+            except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
+                failure = f"connection failed: {_short(self.scrub(_said(exc)))}"
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:
+                raise JudgeError(f"request failed: {_short(self.scrub(_said(exc)))}") from None
             else:
-                code = response.status_code
+                code = answer.status
                 if code == 200:
-                    return self._content(response)
+                    return self._content(answer)
                 if code == 400 and structured:
                     self._structured = False  # the server may not know the schema option
                     continue
-                detail = _short(self.scrub(response.text), 200)
+                detail = _short(self.scrub(answer.text), 200)
                 if code != 429 and code < 500:
                     raise JudgeError(f"HTTP {code} from {self.url}: {detail}")
                 failure = f"HTTP {code}: {detail}" if detail else f"HTTP {code}"
-                wait = retry_after_s(response.headers.get("Retry-After"))
+                wait = retry_after_s(answer.retry_after)
             if attempt >= self.spec.max_retries:
                 tries = "1 attempt" if attempt == 0 else f"{attempt + 1} attempts"
                 raise JudgeError(f"{failure} (gave up after {tries}{capped})")
@@ -254,47 +259,36 @@ class JudgeClient:
             self._sleep(seconds)
             attempt += 1
 
-    def _post(self, session: Any, body: dict[str, Any], headers: dict[str, str]) -> Any:
+    def _post(self, http: Any, body: dict[str, Any], headers: dict[str, str]) -> _Answer:
         """POST ``body``; the whole answer must be in within ``judge.timeout_s``.
 
-        ``requests`` bounds each read, not the answer: a server sending a byte every few
-        seconds would hold a worker, and so the run, for ever. The body is read as it
-        comes, and the clock checked between reads.
+        httpx's timeouts bound each read, not the answer: a server sending a byte every
+        few seconds would hold a worker, and so the run, for ever. The body is read as
+        it comes, and the clock checked between reads; a connection left mid-answer is
+        closed, not reused.
         """
-        import requests
-        import urllib3
-
         timeout = self.spec.timeout_s
         deadline = time.monotonic() + timeout
-        response = session.post(self.url, json=body, headers=headers, timeout=timeout, stream=True)
-        read = getattr(response.raw, "read1", None)  # urllib3 2: what has come, at once
-        data = bytearray()
-        try:
-            while chunk := (read(65536, decode_content=True) if read else response.raw.read(512)):
+        with http.stream("POST", self.url, json=body, headers=headers) as response:
+            data = bytearray()
+            for chunk in response.iter_bytes():
                 data += chunk
                 if time.monotonic() > deadline:
-                    raise requests.Timeout(f"the answer took over {timeout:g} s")
-        except requests.Timeout:  # (an OSError too: first)
-            response.close()  # a connection left mid-answer is not reused
-            raise
-        except urllib3.exceptions.ReadTimeoutError as exc:
-            response.close()
-            raise requests.Timeout(str(exc)) from None
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            response.close()
-            raise requests.ConnectionError(str(exc)) from None
-        response._content = bytes(data)  # what .text and .json() read
-        response._content_consumed = True
-        response.close()  # read to its end: the connection goes back to the pool
-        return response
+                    raise _Overdue(f"the answer took over {timeout:g} s")
+            return _Answer(
+                response.status_code,
+                response.headers.get("Retry-After"),
+                bytes(data),
+                response.encoding or "utf-8",
+            )
 
-    def _content(self, response: Any) -> str:
-        """The assistant's text out of a 200 response of either protocol."""
+    def _content(self, answer: _Answer) -> str:
+        """The assistant's text out of a 200 answer of either protocol."""
         try:
-            data = response.json()
+            data = json.loads(answer.text)
         except (ValueError, RecursionError):  # not JSON, or nested past what Python reads
             raise JudgeError(
-                f"the judge server's answer is not JSON: {excerpt(self.scrub(response.text))}"
+                f"the judge server's answer is not JSON: {excerpt(self.scrub(answer.text))}"
             ) from None
         try:
             if self.protocol == "ollama":
@@ -316,6 +310,30 @@ class JudgeClient:
         if not isinstance(content, str):
             raise JudgeError("the judge's answer holds no text")
         return content
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """A judge server's answer, read whole: status, ``Retry-After`` and body (its text in
+    the charset the server names, else UTF-8; a byte that is not one is replaced)."""
+
+    status: int
+    retry_after: str | None
+    body: bytes
+    encoding: str
+
+    @property
+    def text(self) -> str:
+        return self.body.decode(self.encoding, errors="replace")
+
+
+class _Overdue(Exception):
+    """The answer was still coming in when ``judge.timeout_s`` was up."""
+
+
+def _said(exc: BaseException) -> str:
+    """What an exception says, or its name when it says nothing."""
+    return str(exc) or type(exc).__name__
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -1,20 +1,11 @@
-"""The ``scores`` of an episode file: one judge's verdict or several judges' combined.
+"""One episode's scores from each judge's outcome: the judges' side of ``scores``.
 
-Kept apart from the HTTP and the parsing because this is the contract the rest of bat
-reads (per-dimension statistics, charts)::
-
-    {"rubric_version": "bat.rubric/1",
-     "judges": ["openai:gpt-4.1-mini", ...],
-     "dimensions": {"response_relevance": {"score": 0.8,           # mean over judges, or None
-                                           "reasoning": "...",
-                                           "per_judge": {"openai:gpt-4.1-mini": 0.8},
-                                           "disagreement": None},   # max - min, 2+ judges
-                    ...},                                           # all four, always
-     "error": None,                     # set when every judge failed: the reasons
-     "judge_errors": {}}                # label -> reason, for each judge that failed
-
-An episode that ended in an infrastructure failure is not sent to any judge: its scores
-are exactly ``{"error": "not judged: infrastructure failure"}``.
+The shape itself, and how it is written, belong to the log
+(:mod:`bat.evaluation.log.scores`): the statistics, the report and the viewer read it
+without importing the judges. Kept apart from the HTTP and the parsing because this is
+where several judges become one set of scores: per dimension the mean over the judges
+that answered, each judge's score, the spread between them, and the reasons of those
+that failed.
 """
 
 from __future__ import annotations
@@ -24,8 +15,7 @@ from typing import Any
 
 from bat.evaluation.inputs.config import JUDGE_DIMENSIONS
 from bat.evaluation.judging.parse import Judgement
-
-NOT_JUDGED_INFRA = "not judged: infrastructure failure"
+from bat.evaluation.log.scores import JudgeScores
 
 
 @dataclass(frozen=True)
@@ -37,15 +27,11 @@ class Outcome:
     cached: bool = False
 
 
-def infra_scores() -> dict[str, Any]:
-    return {"error": NOT_JUDGED_INFRA}
-
-
-def combine(rubric_version: str, outcomes: dict[str, Outcome]) -> dict[str, Any]:
+def combine(rubric_version: str, outcomes: dict[str, Outcome]) -> JudgeScores:
     """The scores of one episode from each judge's outcome (``label -> Outcome``)."""
     labels = list(outcomes)
     several = len(labels) > 1
-    dimensions: dict[str, Any] = {}
+    dimensions: dict[str, dict[str, Any]] = {}
     for dim in JUDGE_DIMENSIONS:
         per_judge: dict[str, float | None] = {}
         reasons: list[str] = []
@@ -71,10 +57,14 @@ def combine(rubric_version: str, outcomes: dict[str, Outcome]) -> dict[str, Any]
             if several
             else (next(iter(failed.values())))
         )
-    return {
-        "rubric_version": rubric_version,
-        "judges": labels,
-        "dimensions": dimensions,
-        "error": error,
-        "judge_errors": failed,
-    }
+    # Validated in one call (pydantic's core makes the nested models): a re-judge of a
+    # big run makes one of these per episode.
+    return JudgeScores.model_validate(
+        {
+            "rubric_version": rubric_version,
+            "judges": labels,
+            "dimensions": dimensions,
+            "error": error,
+            "judge_errors": failed,
+        }
+    )

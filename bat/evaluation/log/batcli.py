@@ -49,7 +49,6 @@ from bat.atomic import write_text_atomic
 from bat.errors import InputError
 from bat.evaluation.log import layout
 from bat.evaluation.log.episode import (
-    AgentError,
     EpisodeResult,
     EpisodeTrace,
     ToolCall,
@@ -57,7 +56,7 @@ from bat.evaluation.log.episode import (
     Verdict,
 )
 from bat.evaluation.log.files import read_json_object
-from bat.evaluation.log.outcome import from_state, normalize_status
+from bat.evaluation.log.outcome import from_final_status, outcome_from
 from bat.evaluation.log.summary import (
     EpisodeRow,
     Metrics,
@@ -145,15 +144,18 @@ def _rows(raw: dict[str, Any], path: Path, outputs: dict[tuple[str, int], str]) 
         reason = verdict.get("reason") if isinstance(verdict.get("reason"), str) else ""
         expected = row.get("expected_outcome")
         output = outputs.get((task_id, attempts[task_id]))
-        status, agent_error = outcome(row.get("status"), output or "")
+        status, agent_error = from_final_status(row.get("status"), output or "")
+        outcome = outcome_from(
+            passed,
+            vacuous=_status_only(reason) or output == "",
+            agent_error=agent_error.kind if agent_error else None,
+        )
         rows.append(
             EpisodeRow(
                 task_id=task_id,
                 expected_outcome=expected if isinstance(expected, str) else None,
                 status=status,
-                agent_error=agent_error.kind if agent_error else None,
-                vacuous=passed and (_status_only(reason) or output == ""),
-                success=passed,
+                **outcome.row_fields(),
                 time=RowTime(wall_ms=wall_ms),
                 tokens=RowTokens(
                     prompt_tokens=prompt,
@@ -166,18 +168,6 @@ def _rows(raw: dict[str, Any], path: Path, outputs: dict[tuple[str, int], str]) 
             )
         )
     return rows
-
-
-def outcome(status: Any, output: str) -> tuple[str, AgentError | None]:
-    """The status word of a bat-cli episode, and the agent's error when it ended
-    ``failed``, ``rejected`` or ``canceled`` (bat's ``error``, with its kind)."""
-    if not isinstance(status, str):
-        return "working", None
-    word = status.strip().lower()
-    if word in ("failed", "rejected", "canceled", "cancelled"):
-        state = "canceled" if word == "cancelled" else word
-        return "error", from_state(state, output)
-    return normalize_status(status), None
 
 
 def _status_only(reason: str) -> bool:
@@ -313,7 +303,7 @@ def as_episode(data: dict[str, Any], path: Path) -> EpisodeResult:
         reason = given.get("reason")
         verdict = Verdict(passed=given["passed"], reason=reason if isinstance(reason, str) else "")
     output = str(data.get("final_output") or "")
-    status, agent_error = outcome(status, output)
+    status, agent_error = from_final_status(status, output)
     try:
         return EpisodeResult(
             task_id=str(data["task_id"]),

@@ -8,8 +8,8 @@ read old runs; fields are only ever added. ``bat.episode/2`` added bat-cli 2026.
 ``content_preview``, ``user_input``) with bat-cli's meaning; a ``bat.episode/1`` file
 reads the same.
 Times are in seconds (``t``, ``wall_time_s``); the ``*_ms`` keys are derived for bat-cli's
-readers. The judges' scores are written into the episode by
-:func:`bat.evaluation.log.store.write_scores`, and nowhere else.
+readers. The judges' scores (:mod:`bat.evaluation.log.scores`) are written into the
+episode by :func:`bat.evaluation.log.store.write_scores`, and nowhere else.
 """
 
 from __future__ import annotations
@@ -17,8 +17,17 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, get_args
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    FieldSerializationInfo,
+    computed_field,
+    field_serializer,
+)
 
+from bat.evaluation.log.scores import JudgeScores
 from bat.secrets import Scrubber
 
 EPISODE_SCHEMA = "bat.episode/2"
@@ -199,32 +208,6 @@ class Aux(BaseModel):
     attempt_index: int
 
 
-class DimensionScore(BaseModel):
-    """One judge dimension of one episode: the mean over the judges that answered."""
-
-    score: float | None
-    reasoning: str = ""
-    per_judge: dict[str, float | None] = Field(default_factory=dict)
-    disagreement: float | None = None  # max - min, with two judges or more
-
-
-class JudgeScores(BaseModel):
-    """An episode's ``scores``: what the judges said (``bat.evaluation.judging.scores``).
-
-    An episode that ended in an infrastructure failure is not judged: its scores hold only
-    ``error``. Kept as plain data in :class:`EpisodeResult` (its files are read by
-    scripts as they are); this model is the shape the log layer checks before writing.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    rubric_version: str | None = None
-    judges: list[str] = Field(default_factory=list)
-    dimensions: dict[str, DimensionScore] = Field(default_factory=dict)
-    error: str | None = None  # set when every judge failed (or none was asked): the reasons
-    judge_errors: dict[str, str] = Field(default_factory=dict)  # label -> reason
-
-
 class EpisodeResult(BaseModel):
     """One file in ``episodes/``."""
 
@@ -240,7 +223,7 @@ class EpisodeResult(BaseModel):
     agent_error: AgentError | None = None
     trace: EpisodeTrace
     verdict: Verdict | None = None
-    scores: dict[str, Any] | None = None
+    scores: JudgeScores | None = None  # the judges' (bat.evaluation.log.scores)
     started_at: str
     ended_at: str
     # Earlier records of this (task, attempt) that ``--retry-infra`` replaced, relative to
@@ -248,6 +231,12 @@ class EpisodeResult(BaseModel):
     earlier: list[str] = Field(default_factory=list)
 
     model_config = {"populate_by_name": True}
+
+    # No return annotation: pydantic would take it for the JSON Schema of ``scores``.
+    @field_serializer("scores")
+    def _scores_as_written(self, scores: JudgeScores | None, info: FieldSerializationInfo):
+        """``scores`` with the keys they were given (``JudgeScores.as_written``)."""
+        return None if scores is None else scores.as_written(info.mode)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -265,10 +254,7 @@ class EpisodeResult(BaseModel):
     @property
     def qualitative_scores(self) -> dict[str, float | None] | None:
         """bat-cli's judge scores: the score per dimension (None: not judged)."""
-        dimensions = (self.scores or {}).get("dimensions")
-        if not isinstance(dimensions, dict):
-            return None
-        return {name: (value or {}).get("score") for name, value in dimensions.items()}
+        return None if self.scores is None else self.scores.per_dimension()
 
     def to_json(self, scrubber: Scrubber) -> str:
         """The file's text, without any secret of ``scrubber`` (an agent or a judge may
@@ -287,11 +273,9 @@ __all__ = [
     "AgentError",
     "Aux",
     "Check",
-    "DimensionScore",
     "EpisodeResult",
     "EpisodeTrace",
     "InfraError",
-    "JudgeScores",
     "StatusEvent",
     "ToolCall",
     "TurnRecord",

@@ -4,7 +4,7 @@ An evaluation's numbers are only as good as this split. An agent that is reachab
 answers — with a ``failed``, ``rejected`` or ``canceled`` task, a JSON-RPC error, an
 HTTP 5xx from an exception in its executor — produced an **agent outcome**: status
 ``error``, an ``AgentError`` whose ``kind`` is one of a closed set
-(``records.AGENT_ERROR_KINDS``), counted in pass@k. Only when bat could not observe the
+(``episode.AGENT_ERROR_KINDS``), counted in pass@k. Only when bat could not observe the
 agent at all — nothing listens, no answer in time, the connection died, a reply that is
 not A2A, or a request the agent could not even parse — is it an **infrastructure
 failure** (``InfraError``), kept out of pass@k because it says nothing about the agent.
@@ -15,15 +15,26 @@ message or final status message first (``401``/``unauthorized`` → authenticati
 ``Error code: 500`` → model_error...), then the code (JSON-RPC ``-32603`` → an
 exception in the agent, ``-32004`` unsupported → refused), then the A2A state
 (``rejected`` → refused, ``canceled`` → canceled), and ``unknown`` as the honest default.
+
+What an episode came to — an infrastructure failure, a pass, an agent error or a
+failure — is decided once, here (:class:`EpisodeOutcome`, from an episode file or from
+its row in ``metrics.json``), and every reader takes it from here: the statistics, the
+judges (which skip infrastructure failures), ``--retry-infra``, the viewer, the exports
+and the report.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from bat.evaluation.log.episode import AgentError, InfraError
+
+if TYPE_CHECKING:
+    from bat.evaluation.log.episode import EpisodeResult
+    from bat.evaluation.log.summary import EpisodeRow
 
 # The status words of an episode (A2A's task states as bat-cli named them), and the
 # spellings read as them on input.
@@ -42,6 +53,88 @@ def normalize_status(value: Any) -> Any:
         return STATUS_SYNONYMS.get(word, word)
     return value
 
+
+# --- what an episode came to ----------------------------------------------------------------
+
+# The four outcomes, in the order they are decided: an episode is exactly one of them.
+OutcomeClass = Literal["infra", "pass", "error", "fail"]
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """What one episode came to, decided here once for every reader (the statistics, the
+    viewer's grid, the exports, the report, the progress line).
+
+    In this order: ``infra`` when bat could not observe the agent (``infra`` has the
+    kind; never a pass, left out of pass@k); else ``pass`` when the deterministic
+    verdict passed (``vacuous`` when the pass proves little), even with the agent error
+    its task expected; else ``error`` when the agent answered with an error
+    (``agent_error`` has the kind); else ``fail``: the verdict failed, or there is none.
+    ``agent_error`` is kept whatever the class: pass@k counts it, by kind, in any case.
+    """
+
+    word: OutcomeClass
+    infra: str | None = None
+    agent_error: str | None = None
+    vacuous: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.word == "pass"
+
+    @property
+    def kind(self) -> str | None:
+        """The infrastructure failure's kind, else the agent error's (None for neither)."""
+        return self.infra or self.agent_error
+
+    def row_fields(self) -> dict[str, Any]:
+        """What a ``metrics.json`` row (``EpisodeRow``) keeps of it."""
+        return {
+            "success": self.passed,
+            "infra_error": self.infra,
+            "agent_error": self.agent_error,
+            "vacuous": self.vacuous,
+        }
+
+
+def outcome_from(
+    passed: bool, *, vacuous: bool = False, infra: str | None = None, agent_error: str | None = None
+) -> EpisodeOutcome:
+    """The outcome of an episode whose verdict ``passed`` (or not), with the kinds of its
+    infrastructure failure and agent error, if any."""
+    if infra is not None:
+        word: OutcomeClass = "infra"
+    elif passed:
+        word = "pass"
+    elif agent_error is not None:
+        word = "error"
+    else:
+        word = "fail"
+    return EpisodeOutcome(word, infra, agent_error, vacuous and word == "pass")
+
+
+def episode_outcome(episode: EpisodeResult) -> EpisodeOutcome:
+    """The outcome of an episode file."""
+    verdict = episode.verdict
+    return outcome_from(
+        bool(verdict and verdict.passed),
+        vacuous=bool(verdict and verdict.vacuous),
+        infra=episode.infra_error.kind if episode.infra_error else None,
+        agent_error=episode.agent_error.kind if episode.agent_error else None,
+    )
+
+
+def row_outcome(row: EpisodeRow) -> EpisodeOutcome:
+    """The outcome of an episode's row in ``metrics.json`` (any version, or bat-cli's)."""
+    return outcome_from(
+        row.success,
+        vacuous=row.vacuous,
+        infra=row.infra_error or None,  # an older file may write "" for none
+        agent_error=row.agent_error or None,
+    )
+
+
+# --- why an agent failed -------------------------------------------------------------------
 
 MESSAGE_CHARS = 500
 
@@ -84,6 +177,20 @@ def from_state(state: str, text: str) -> AgentError:
     kind = "canceled" if state == "canceled" else _kind_from_words(text) or _STATE_DEFAULT[state]
     message = text.strip() or f"the task ended {state}"
     return AgentError(kind=kind, message=_short(message), state=state)
+
+
+def from_final_status(status: Any, output: str) -> tuple[str, AgentError | None]:
+    """The status word of an episode that another tool recorded (bat-cli 2026.10's
+    ``final_status``), and the agent's error when it ended ``failed``, ``rejected`` or
+    ``canceled`` (bat's ``error``, its kind read from ``output`` as from a status
+    message). Anything but text is ``working``: the task never reached a final state."""
+    if not isinstance(status, str):
+        return "working", None
+    word = status.strip().lower()
+    if word in ("failed", "rejected", "canceled", "cancelled"):
+        state = "canceled" if word == "cancelled" else word
+        return "error", from_state(state, output)
+    return normalize_status(status), None
 
 
 def classify(exc: BaseException) -> InfraError | AgentError:

@@ -40,10 +40,11 @@ from bat.evaluation.log.episode import (
     EPISODE_SCHEMA,
     OLDER_EPISODE_SCHEMAS,
     EpisodeResult,
-    JudgeScores,
     Verdict,
 )
 from bat.evaluation.log.files import SURROGATE_ESCAPE, read_json_object
+from bat.evaluation.log.outcome import episode_outcome
+from bat.evaluation.log.scores import JudgeScores
 from bat.evaluation.log.summary import (
     METRICS_SCHEMA,
     OLDER_METRICS_SCHEMAS,
@@ -163,7 +164,7 @@ InfraCache = dict[Path, tuple[str, set[tuple[str, int]]]]
 def infra_key(path: Path, episode: EpisodeResult) -> tuple[str, int] | None:
     """``(task file stem, attempt)`` of an episode recorded as an infrastructure failure."""
     match = layout.EPISODE_NAME.match(path.name)
-    if match and episode.infra_error is not None:
+    if match and episode_outcome(episode).word == "infra":
         return match["stem"], int(match["attempt"])
     return None
 
@@ -224,14 +225,17 @@ def queue_episode(
 
 
 def write_scores(
-    path: Path, episode: EpisodeResult, scores: dict[str, Any], *, scrubber: Scrubber
+    path: Path, episode: EpisodeResult, scores: JudgeScores, *, scrubber: Scrubber
 ) -> bool:
-    """Put the judges' ``scores`` into the episode at ``path``; False if they were there."""
-    JudgeScores.model_validate(scores)  # the shape every reader of scores relies on
-    scores = scrubber.data(scores)  # a judge's reasoning may quote what it was sent
-    if episode.scores == scores:
+    """Put the judges' ``scores`` into the episode at ``path``; False if they were there.
+
+    They are compared as the file would hold them, scrubbed (a judge's reasoning may
+    quote what it was sent), and checked again after (a model built without validation
+    must not put another shape in a file)."""
+    given = scrubber.data(scores.as_written())
+    if episode.scores is not None and episode.scores.as_written() == given:
         return False  # an unchanged re-judge rewrites nothing
-    episode.scores = scores
+    episode.scores = JudgeScores.model_validate(given)  # the shape every reader relies on
     _rewrite(path, episode, scrubber)
     return True
 

@@ -28,6 +28,7 @@ from bat.evaluation.inputs.gate_specs import LATENCY, Figure, GateSpec
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.gates import GATES_SCHEMA, GateResult, GatesFile
+from bat.evaluation.log.outcome import row_outcome
 from bat.evaluation.log.run import RunRecord
 from bat.evaluation.log.summary import EpisodeRow, Metrics, Summary
 from bat.evaluation.stats import summarize
@@ -189,7 +190,7 @@ def _must_pass(base: dict, scope: _Scope) -> GateResult:
     seen = set()
     for row in scope.rows:
         seen.add(row.task_id)
-        if not row.success and row.task_id not in failing:
+        if not row_outcome(row).passed and row.task_id not in failing:
             failing.append(row.task_id)
     missing = [task for task in scope.tasks if task not in seen]
     bad = failing + missing

@@ -14,6 +14,12 @@ Real agents differ in ways a 1.x client does not expect on its own:
 * **Which binding.** JSON-RPC, HTTP+JSON (REST) and, when the ``grpc`` extra of a2a-sdk
   is installed, gRPC; the first interface of the card that bat can speak is used. A card
   offering only what bat cannot speak is a one-line error naming what it offers.
+* **How it is read.** Over httpx, as every A2A request: the probe of a starting agent
+  (:func:`card_answers`) with a client of its own, the card itself
+  (:func:`fetch_card_document`) with the run's. Both are bounded: a card larger than
+  ``CARD_LIMIT`` bytes is not read, and the probe gives each answer ``timeout_s``,
+  whole. The probe follows a redirect only on the same origin (a starting agent on
+  127.0.0.1 never sends bat elsewhere); the card's fetch follows none.
 * **Which address.** A card may advertise ``http://localhost:PORT`` or a public name;
   bat talks to the address it was given (or started the agent on), keeping each
   interface's path. A gRPC interface keeps its own port (it is not the card's port).
@@ -28,34 +34,83 @@ key and the line, never silently replaced by a fallback.
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
+import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from bat.errors import OperationError
 
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+CARD_LIMIT = 4 << 20  # bytes: a card lists skills, never megabytes of them
+PROBE_REDIRECTS = 10  # as many as urllib, which the probe used before, followed
 JSONRPC, REST, GRPC = "JSONRPC", "HTTP+JSON", "GRPC"
 GRPC_HINT = "pip install 'bat-cli[grpc]' (a2a-sdk's grpc extra)"
 
 
 def card_answers(url: str, timeout_s: float = 2) -> bool:
     """Whether an agent card is served at ``url`` (HTTP 200 with a JSON object), at either
-    well-known path. Synchronous: used while waiting for a starting agent."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    for path in CARD_PATHS:
-        try:
-            with opener.open(url + path, timeout=timeout_s) as response:
-                if response.status == 200 and isinstance(json.loads(response.read()), dict):
+    well-known path. Synchronous: used while waiting for a starting agent, by doctor and
+    after a crash; each answer must be whole within ``timeout_s`` and ``CARD_LIMIT``."""
+    import httpx
+
+    # Only an https:// agent needs certificates checked: loading the CA bundle takes
+    # 40 ms or more, twenty times the probe itself, which a starting agent's wait repeats.
+    secure = urlsplit(url).scheme == "https"
+    with httpx.Client(trust_env=False, timeout=timeout_s, verify=secure) as http:
+        for path in CARD_PATHS:
+            try:
+                body = _probe(http, url + path, timeout_s)
+                if body is not None and isinstance(json.loads(body), dict):
                     return True
-        except urllib.error.HTTPError:
-            continue  # 404 at the new path: try the old one
-        except (OSError, ValueError, RecursionError):
-            # Nothing listens, or garbage (JSON nested too deep to read included): the
-            # other path will not differ.
-            return False
-    return False
+            except (httpx.HTTPError, httpx.InvalidURL, _Unread, ValueError, RecursionError):
+                # Nothing listens, or garbage (JSON nested too deep to read included): the
+                # other path will not differ.
+                return False
+    return False  # a 404 (or another answer) at both paths
+
+
+def _probe(http: Any, url: str, timeout_s: float) -> bytes | None:
+    """The body of a 200 answer at ``url``, or None for any other answer; a redirect is
+    followed while it stays on the same origin (scheme, host and port)."""
+    request = http.build_request("GET", url)
+    for _ in range(PROBE_REDIRECTS + 1):
+        response = http.send(request, stream=True)
+        try:
+            onward = response.next_request
+            if onward is not None and _origin(onward.url) == _origin(request.url):
+                request = onward
+                continue
+            if response.status_code != 200:
+                return None
+            return _body(response.iter_bytes(), url, time.monotonic() + timeout_s)
+        finally:
+            response.close()
+    return None
+
+
+def _origin(url: Any) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
+
+
+class _Unread(Exception):
+    """An answer too large (or, for the probe, too slow) to read: not a card."""
+
+
+def _body(chunks: Any, url: str, deadline: float) -> bytes:
+    """The bytes of ``chunks``, at most ``CARD_LIMIT`` of them, all in before ``deadline``."""
+    data = bytearray()
+    for chunk in chunks:
+        data += _bounded(data, chunk, url)
+        if time.monotonic() > deadline:
+            raise _Unread(f"the agent card at {url} did not come in time")
+    return bytes(data)
+
+
+def _bounded(data: bytearray, chunk: bytes, url: str) -> bytes:
+    """``chunk``, when ``data`` and it hold no more than ``CARD_LIMIT`` bytes."""
+    if len(data) + len(chunk) > CARD_LIMIT:
+        raise _Unread(f"the agent card at {url} is larger than {CARD_LIMIT >> 20} MB")
+    return chunk
 
 
 async def fetch_card(http: Any, url: str) -> Any:
@@ -75,19 +130,20 @@ async def fetch_card_document(http: Any, url: str) -> tuple[Any, dict[str, Any]]
     missing = []
     for path in CARD_PATHS:
         try:
-            response = await http.get(url + path)
+            status, body = await _fetch(http, url + path)
         except httpx.HTTPError as exc:
             raise OperationError(
                 f"no agent answers at {url} ({' '.join(str(exc).split()) or type(exc).__name__})"
             ) from None
-        if response.status_code == 404:
+        except _Unread as exc:
+            raise OperationError(str(exc)) from None
+        if status == 404:
             missing.append(path)
             continue
-        if response.status_code != 200:
-            status = response.status_code
+        if status != 200:
             raise OperationError(f"the agent card at {url}{path} answered HTTP {status}")
         try:
-            document = response.json()
+            document = json.loads(body)
             served = copy.deepcopy(document) if isinstance(document, dict) else {}
             return parse_agent_card(document), served
         except Exception as exc:  # JSON or protobuf parse errors, worded by their libraries
@@ -97,6 +153,17 @@ async def fetch_card_document(http: Any, url: str) -> tuple[Any, dict[str, Any]]
     raise OperationError(
         f"{url} answers, but serves no agent card (HTTP 404 at {' and '.join(missing)})"
     )
+
+
+async def _fetch(http: Any, url: str) -> tuple[int, bytes]:
+    """The status and body of a GET of ``url`` (the body only of a 200 answer)."""
+    async with http.stream("GET", url) as response:
+        if response.status_code != 200:
+            return response.status_code, b""
+        data = bytearray()
+        async for chunk in response.aiter_bytes():
+            data += _bounded(data, chunk, url)
+        return 200, bytes(data)
 
 
 def can_speak_grpc() -> bool:

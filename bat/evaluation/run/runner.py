@@ -31,6 +31,7 @@ from bat.evaluation.inputs.dataset import TaskSpec
 from bat.evaluation.log import layout, store
 from bat.evaluation.log.batch_writer import BatchWriter
 from bat.evaluation.log.episode import AgentError, Aux, EpisodeResult, EpisodeTrace, InfraError
+from bat.evaluation.log.outcome import episode_outcome
 from bat.evaluation.log.run import now_iso
 from bat.evaluation.run.adapter import A2ASession, Observed
 from bat.evaluation.run.agent_card import card_answers
@@ -305,8 +306,8 @@ class EpisodeRunner:
             self._writer, self.model_dir, stem, result, earlier=earlier, scrubber=self.scrubber
         )
         if self.on_done is not None:
-            error = observed.agent_error.kind if observed.agent_error else None
-            self.on_done(Outcome(result.verdict.passed, observed.infra_error is not None, error))
+            outcome = episode_outcome(result)
+            self.on_done(Outcome(outcome.passed, outcome.word == "infra", outcome.agent_error))
 
     async def _add_spans(self, observed: Observed) -> None:
         trace = observed.trace

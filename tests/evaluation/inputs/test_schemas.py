@@ -420,7 +420,8 @@ def test_every_dataset_bat_accepts_validates(data):
 
 def test_judge_scores_as_the_judges_combine_them_validate():
     from bat.evaluation.judging.parse import parse_judgement
-    from bat.evaluation.judging.scores import Outcome, combine, infra_scores
+    from bat.evaluation.judging.scores import Outcome, combine
+    from bat.evaluation.log.scores import not_judged
 
     reply = json.dumps(
         {
@@ -437,6 +438,6 @@ def test_judge_scores_as_the_judges_combine_them_validate():
         "bat.rubric/1", {"a:x": Outcome(parse_judgement(reply)), "b:y": Outcome(None, "429")}
     )
     validator = jsonschema.Draft202012Validator(schema("scores"))
-    validator.validate(scores)
-    validator.validate(infra_scores())
+    validator.validate(scores.model_dump(mode="json"))
+    validator.validate(not_judged().model_dump(mode="json"))
     assert not validator.is_valid({"dimensions": {}, "surprise": 1})

@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
-import requests
 
 from bat.errors import InputError
 from bat.evaluation.inputs.config import JUDGE_DIMENSIONS, JudgeSpec, api_key
@@ -59,11 +59,11 @@ def model(server):
         @staticmethod
         def script(*rules: dict) -> None:
             body = {"rules": list(rules), "reset_stats": True}
-            requests.post(f"{server}/control", json=body, timeout=5).raise_for_status()
+            httpx.post(f"{server}/control", json=body, timeout=5).raise_for_status()
 
         @staticmethod
         def stats() -> dict:
-            return requests.get(f"{server}/stats", timeout=5).json()
+            return httpx.get(f"{server}/stats", timeout=5).json()
 
         @staticmethod
         def requests() -> int:
@@ -427,7 +427,7 @@ def test_control_refuses_a_bad_script_and_keeps_the_old_one(model, tmp_path):
         {"rules": {}},
         {"reset": True},
     ):
-        answer = requests.post(f"{model.url}/control", json=body, timeout=5)
+        answer = httpx.post(f"{model.url}/control", json=body, timeout=5)
         assert answer.status_code == 400, body
     run, tasks = make_run(tmp_path, 1)
     run_judges(run, [judge(model)], tasks)

@@ -254,21 +254,21 @@ def test_two_judges_give_mean_and_disagreement():
     a = Outcome({dim: (0.2, "low") for dim in JUDGE_DIMENSIONS})
     b = Outcome({dim: (0.8, "high") for dim in JUDGE_DIMENSIONS})
     scores = combine(RUBRIC_VERSION, {"x:a": a, "y:b": b})
-    dim = scores["dimensions"]["response_relevance"]
-    assert dim["score"] == pytest.approx(0.5)
-    assert dim["disagreement"] == pytest.approx(0.6)
-    assert dim["per_judge"] == {"x:a": 0.2, "y:b": 0.8}
-    assert "[x:a] low" in dim["reasoning"] and "[y:b] high" in dim["reasoning"]
-    assert scores["error"] is None and scores["judges"] == ["x:a", "y:b"]
+    dim = scores.dimensions["response_relevance"]
+    assert dim.score == pytest.approx(0.5)
+    assert dim.disagreement == pytest.approx(0.6)
+    assert dim.per_judge == {"x:a": 0.2, "y:b": 0.8}
+    assert "[x:a] low" in dim.reasoning and "[y:b] high" in dim.reasoning
+    assert scores.error is None and scores.judges == ["x:a", "y:b"]
 
 
 def test_a_failed_judge_leaves_the_others_scores():
     a = Outcome({dim: (0.4, "ok") for dim in JUDGE_DIMENSIONS})
     scores = combine(RUBRIC_VERSION, {"x:a": a, "y:b": Outcome(None, "HTTP 500")})
-    dim = scores["dimensions"]["task_completion_quality"]
-    assert dim["score"] == 0.4 and dim["disagreement"] is None
-    assert dim["per_judge"] == {"x:a": 0.4, "y:b": None}
-    assert scores["error"] is None and scores["judge_errors"] == {"y:b": "HTTP 500"}
+    dim = scores.dimensions["task_completion_quality"]
+    assert dim.score == 0.4 and dim.disagreement is None
+    assert dim.per_judge == {"x:a": 0.4, "y:b": None}
+    assert scores.error is None and scores.judge_errors == {"y:b": "HTTP 500"}
     everyone = combine(RUBRIC_VERSION, {"x:a": Outcome(None, "boom")})
-    assert everyone["error"] == "boom"
-    assert all(d["score"] is None for d in everyone["dimensions"].values())
+    assert everyone.error == "boom"
+    assert all(d.score is None for d in everyone.dimensions.values())

@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bat.evaluation.log.episode import AGENT_ERROR_KINDS
-from bat.evaluation.log.outcome import MESSAGE_CHARS, from_state
+from bat.evaluation.log.episode import AGENT_ERROR_KINDS, AgentError, InfraError, Verdict
+from bat.evaluation.log.outcome import MESSAGE_CHARS, episode_outcome, from_state, row_outcome
+from bat.evaluation.stats import row_of
+from tests import logkit
 
 STATES = ("failed", "rejected", "canceled")
 
@@ -57,3 +59,45 @@ def test_any_message_gives_a_kind_of_the_closed_set(state, message):
     assert error.kind in AGENT_ERROR_KINDS
     assert 0 < len(error.message) <= MESSAGE_CHARS
     assert "\n" not in error.message
+
+
+# --- what an episode came to ----------------------------------------------------------------
+
+VERDICTS = st.sampled_from([None, (False, False), (True, False), (True, True)])  # passed, vacuous
+
+
+def _episode(verdict, infra, agent_error):
+    episode = logkit.episode("t", 1, False)
+    episode.verdict = (
+        None if verdict is None else Verdict(passed=verdict[0], reason="r", vacuous=verdict[1])
+    )
+    episode.infra_error = InfraError(kind=infra, message="m") if infra else None
+    episode.agent_error = AgentError(kind=agent_error, message="m") if agent_error else None
+    return episode
+
+
+@given(
+    verdict=VERDICTS,
+    infra=st.sampled_from([None, "timeout", "crash"]),
+    agent_error=st.sampled_from([None, "rate_limited", "refused"]),
+)
+def test_an_episode_and_its_metrics_row_come_to_the_same_outcome(verdict, infra, agent_error):
+    """One order for every reader: an infrastructure failure, else the verdict's pass,
+    else the agent's error, else a failure; the file and its row agree on it."""
+    episode = _episode(verdict, infra, agent_error)
+    outcome = episode_outcome(episode)
+    passed = verdict is not None and verdict[0]
+    expected = "infra" if infra else "pass" if passed else "error" if agent_error else "fail"
+    assert outcome.word == expected
+    assert outcome.passed == (expected == "pass")
+    assert outcome.vacuous == (expected == "pass" and verdict[1])
+    assert (outcome.infra, outcome.agent_error) == (infra, agent_error)  # both kept, always
+    assert outcome.kind == (infra or agent_error)
+    assert row_outcome(row_of(episode)) == outcome
+
+
+def test_a_row_of_an_older_file_with_empty_kinds_is_no_failure():
+    row = row_of(_episode((True, False), None, None)).model_copy(
+        update={"infra_error": "", "agent_error": ""}
+    )
+    assert row_outcome(row).word == "pass" and row_outcome(row).kind is None

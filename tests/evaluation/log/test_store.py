@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from bat.errors import InputError
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import Verdict
+from bat.evaluation.log.scores import JudgeScores
 from bat.evaluation.log.summary import dump
 from bat.evaluation.stats import row_of, summarize
 from tests import logkit
@@ -102,14 +104,15 @@ def test_a_retried_episode_keeps_the_earlier_record(tmp_path):
 
 
 def test_judge_scores_of_the_wrong_shape_are_not_written(tmp_path):
+    """Scores built without validation (``model_construct``) are checked before writing."""
     path = store.write_episode(
         tmp_path / "m", "a", logkit.episode("a", 1, True), scrubber=NO_SECRETS
     )
     before = path.read_text()
-    with pytest.raises(ValueError, match="dimensions"):
-        store.write_scores(
-            path, store.read_episode(path), {"dimensions": {"x": 0.5}}, scrubber=NO_SECRETS
-        )
+    unchecked = JudgeScores.model_construct(judges="openai:x")  # not a list
+    with pytest.raises(ValueError, match="judges"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pydantic warns of the text it serializes
+        store.write_scores(path, store.read_episode(path), unchecked, scrubber=NO_SECRETS)
     assert path.read_text() == before
 
 

@@ -16,6 +16,7 @@ import csv
 import io
 from pathlib import Path
 
+from bat.evaluation.log.outcome import row_outcome
 from bat.evaluation.present.export.data import RunData
 
 COLUMNS = (
@@ -82,7 +83,7 @@ def render(run: RunData) -> str:
                 row.task_id,
                 row.attempt,
                 row.status,
-                "true" if row.passed and not row.infra_error else "false",
+                "true" if row_outcome(row).passed else "false",
                 row.agent_error or "",
                 row.infra_error or "",
                 row.wall_time_s,

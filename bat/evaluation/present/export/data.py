@@ -15,6 +15,7 @@ from typing import Any
 from bat.errors import InputError
 from bat.evaluation.log import batcli, files, layout, store
 from bat.evaluation.log.episode import EpisodeResult
+from bat.evaluation.log.outcome import row_outcome
 from bat.evaluation.log.run import ModelEntry, RunRecord, read_run
 from bat.evaluation.log.summary import EpisodeRow, Metrics, Summary, TaskSummary
 
@@ -49,21 +50,22 @@ class ModelData:
         """Why an episode did not pass, in one line ("" when it passed): the
         infrastructure failure, else the agent's error, else the verdict's reasons."""
         episode = self.episode(row)
-        if row.infra_error:
+        outcome = row_outcome(row)
+        if outcome.word == "infra":
             message = episode.infra_error.message if episode and episode.infra_error else ""
-            return _joined(f"infrastructure failure ({row.infra_error})", message)
-        if row.passed:
+            return _joined(f"infrastructure failure ({outcome.infra})", message)
+        if outcome.passed:
             return ""
         verdict = row.verdict.reason or (
             episode.verdict.reason if episode and episode.verdict else ""
         )
-        if row.agent_error:
+        if outcome.word == "error":
             error = episode.agent_error if episode else None
             detail = error.message if error else ""
             state = f", task {error.state}" if error and error.state else ""
             if detail and detail in verdict:
                 detail = ""  # the verdict already quotes the agent's message
-            return _joined(f"agent error {row.agent_error}{state}", detail, verdict)
+            return _joined(f"agent error {outcome.agent_error}{state}", detail, verdict)
         return verdict or f"status {row.status!r}"
 
     @property

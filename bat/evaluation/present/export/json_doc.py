@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bat.evaluation.log.outcome import row_outcome
 from bat.evaluation.log.summary import TaskSummary, Totals
 from bat.evaluation.present.export.data import ModelData, RunData
 
@@ -131,7 +132,7 @@ def _model(model: ModelData) -> ExportModel:
             task_id=row.task_id,
             attempt=row.attempt,
             status=row.status,
-            passed=row.passed and not row.infra_error,
+            passed=row_outcome(row).passed,
             agent_error=row.agent_error,
             infra_failure=row.infra_error,
             wall_time_s=row.wall_time_s,

@@ -21,6 +21,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from bat.evaluation.log.outcome import row_outcome
 from bat.evaluation.log.summary import EpisodeRow, TaskSummary
 from bat.evaluation.present.export.data import ModelData, RunData
 
@@ -115,13 +116,14 @@ def _case(model: ModelData, task: TaskSummary, rows: list[EpisodeRow]) -> tuple[
     """The test case of one task and its outcome: ``passed``, ``failure`` or ``error``."""
     case = ET.Element("testcase", name=xml_text(task.task_id), classname=xml_text(model.label))
     case.set("time", _seconds(sum(row.wall_time_s for row in rows)))
-    observed = [row for row in rows if not row.infra_error]
-    failed = [row for row in observed if not row.passed]
+    outcomes = [(row, row_outcome(row)) for row in rows]
+    observed = [(row, o) for row, o in outcomes if o.word != "infra"]
+    failed = [(row, o) for row, o in observed if not o.passed]
     outcome = "passed"
     if rows and not observed:
         outcome = "error"
         lines = [f"attempt {row.attempt}: {model.reason(row)}" for row in rows]
-        kinds = sorted({row.infra_error or "" for row in rows})
+        kinds = sorted({o.infra or "" for _, o in outcomes})
         element = ET.SubElement(
             case,
             "error",
@@ -133,10 +135,10 @@ def _case(model: ModelData, task: TaskSummary, rows: list[EpisodeRow]) -> tuple[
         element.text = xml_text("\n".join(lines))
     elif failed or not rows:
         outcome = "failure"
-        lines = [f"attempt {row.attempt}: {model.reason(row)}" for row in failed]
-        kinds = sorted({row.agent_error for row in failed if row.agent_error})
+        lines = [f"attempt {row.attempt}: {model.reason(row)}" for row, _ in failed]
+        kinds = sorted({o.agent_error for _, o in failed if o.word == "error"})
         kind = "verdict"
-        if kinds and len(kinds) == 1 and all(row.agent_error for row in failed):
+        if kinds and len(kinds) == 1 and all(o.word == "error" for _, o in failed):
             kind = f"agent_error.{kinds[0]}"
         elif kinds:
             kind = "verdict+agent_error"
@@ -152,7 +154,7 @@ def _case(model: ModelData, task: TaskSummary, rows: list[EpisodeRow]) -> tuple[
 
 def _attempt_line(model: ModelData, row: EpisodeRow) -> str:
     """One attempt as the CI server shows it under the test case."""
-    verdict = "passed" if row.passed and not row.infra_error else "failed"
+    verdict = "passed" if row_outcome(row).passed else "failed"
     line = f"attempt {row.attempt}: {verdict} (status {row.status}, {row.wall_time_s:g} s)"
     reason = model.reason(row)
     if reason:

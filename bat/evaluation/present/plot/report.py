@@ -30,6 +30,8 @@ from bat.atomic import write_text_atomic
 from bat.errors import InputError
 from bat.evaluation.log import batcli, layout, store
 from bat.evaluation.log.episode import EpisodeResult
+from bat.evaluation.log.outcome import EpisodeOutcome, episode_outcome, row_outcome
+from bat.evaluation.log.scores import JudgeScores
 from bat.evaluation.log.summary import EpisodeRow
 from bat.evaluation.present.plot.runs import Run, matches, task_order
 from bat.evaluation.present.plot.specs import ChartSet
@@ -301,16 +303,8 @@ def load_episodes(
         key = (episode.task_id, episode.attempt)
         view = views.get(key)
         if view is None:  # a file without a row: what the file says
-            verdict = episode.verdict
-            view = views[key] = EpisodeView(
-                task_id=episode.task_id,
-                attempt=episode.attempt,
-                passed=bool(verdict and verdict.passed),
-                status=episode.status,
-                infra=episode.infra_error.kind if episode.infra_error else None,
-                agent_error=episode.agent_error.kind if episode.agent_error else None,
-                vacuous=bool(verdict and verdict.vacuous),
-            )
+            outcome = episode_outcome(episode)
+            view = views[key] = _view(episode.task_id, episode.attempt, episode.status, outcome)
         _fill_from_file(view, episode)
         view.href = _href(path, folder)
     return views
@@ -333,15 +327,20 @@ def _episode_files(run: Run, unreadable: list[str]) -> Iterator[tuple[Path, Epis
 
 
 def _from_row(row: EpisodeRow) -> EpisodeView:
+    view = _view(row.task_id, row.attempt, row.status, row_outcome(row))
+    view.reason = row.verdict.reason
+    return view
+
+
+def _view(task_id: str, attempt: int, status: str, outcome: EpisodeOutcome) -> EpisodeView:
     return EpisodeView(
-        task_id=row.task_id,
-        attempt=row.attempt,
-        passed=row.success,
-        status=row.status,
-        infra=row.infra_error,
-        agent_error=row.agent_error,
-        vacuous=row.vacuous,
-        reason=row.verdict.reason,
+        task_id=task_id,
+        attempt=attempt,
+        passed=outcome.passed,
+        status=status,
+        infra=outcome.infra,
+        agent_error=outcome.agent_error,
+        vacuous=outcome.vacuous,
     )
 
 
@@ -358,32 +357,25 @@ def _fill_from_file(view: EpisodeView, episode: EpisodeResult) -> None:
     view.lowest_score = _lowest_score(episode.scores)
 
 
-def _judge_lines(scores: dict[str, Any] | None) -> list[tuple[str, str, str]]:
+def _judge_lines(scores: JudgeScores | None) -> list[tuple[str, str, str]]:
     """``(dimension, score, reasoning)`` per judged dimension, then the judges' errors."""
-    if not scores:
+    if scores is None:
         return []
     lines = []
-    for dimension, detail in (scores.get("dimensions") or {}).items():
-        if not isinstance(detail, dict):
-            continue
-        score = detail.get("score")
-        why = detail.get("reasoning") or detail.get("error") or ""
-        if score is not None or why:
-            lines.append((str(dimension), score_text(score), str(why)))
-    if scores.get("error"):  # not judged, or every judge failed
-        lines.append(("not scored", "", str(scores["error"])))
-    elif scores.get("judge_errors"):
-        failed = "; ".join(f"{k}: {v}" for k, v in scores["judge_errors"].items())
+    for dimension, detail in scores.dimensions.items():
+        if detail.score is not None or detail.reasoning:
+            lines.append((dimension, score_text(detail.score), detail.reasoning))
+    if scores.error:  # not judged, or every judge failed
+        lines.append(("not scored", "", scores.error))
+    elif scores.judge_errors:
+        failed = "; ".join(f"{k}: {v}" for k, v in scores.judge_errors.items())
         lines.append(("judge errors", "", failed))
     return lines
 
 
-def _lowest_score(scores: dict[str, Any] | None) -> float | None:
-    values = [
-        detail["score"]
-        for detail in ((scores or {}).get("dimensions") or {}).values()
-        if isinstance(detail, dict) and isinstance(detail.get("score"), int | float)
-    ]
+def _lowest_score(scores: JudgeScores | None) -> float | None:
+    dimensions = scores.dimensions.values() if scores else ()
+    values = [detail.score for detail in dimensions if detail.score is not None]
     return min(values) if values else None
 
 

@@ -389,18 +389,17 @@ def episode_page(run_dir: Path, model: str, path: Path) -> EpisodeView:
         view.problem = exc.message
         return view
     view.episode = episode
-    view.outcome, view.outcome_text = outcome_of(episode)
-    scores = episode.scores if isinstance(episode.scores, dict) else {}
-    dimensions = scores.get("dimensions") if isinstance(scores.get("dimensions"), dict) else {}
+    outcome, view.outcome_text = outcome_of(episode)
+    view.outcome = outcome.word
+    dimensions = episode.scores.dimensions if episode.scores else {}
     for name, value in dimensions.items():
-        value = value if isinstance(value, dict) else {}
         view.dimensions.append(
             {
-                "name": str(name),
-                "score": value.get("score"),
-                "reasoning": str(value.get("reasoning") or ""),
-                "per_judge": value.get("per_judge") or {},
-                "disagreement": value.get("disagreement"),
+                "name": name,
+                "score": value.score,
+                "reasoning": value.reasoning,
+                "per_judge": value.per_judge,
+                "disagreement": value.disagreement,
             }
         )
     return view

@@ -31,6 +31,7 @@ from bat.errors import InputError
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import EpisodeResult
+from bat.evaluation.log.outcome import EpisodeOutcome, episode_outcome
 
 # What a grid cell says of an episode: the outcome's class and its word.
 OUTCOMES = {
@@ -199,11 +200,11 @@ def describe(
         "task": episode.task_id,
         "attempt": episode.attempt,
         "cell": None if row is None else cell_id(model_index, row, episode.attempt),
-        "outcome": outcome,
+        "outcome": outcome.word,
         "title": f"{episode.task_id} · attempt {episode.attempt}: {why}",
         "episode": path.name,
         "wall_time_s": round(episode.trace.wall_time_s, 3),
-        "error": error_class(episode),
+        "error": outcome.kind,
     }, answer_of(episode)
 
 
@@ -215,26 +216,18 @@ def answer_of(episode: EpisodeResult) -> str:
     return "\n".join(parts)
 
 
-def outcome_of(episode: EpisodeResult) -> tuple[str, str]:
-    """The outcome class of an episode and a few words on it."""
-    if episode.infra_error is not None:
-        return "infra", f"{OUTCOMES['infra']} ({episode.infra_error.kind})"
-    if episode.verdict is not None and episode.verdict.passed:
-        return "pass", "passed (vacuous)" if episode.verdict.vacuous else "passed"
-    if episode.agent_error is not None:
-        return "error", f"{OUTCOMES['error']} ({episode.agent_error.kind})"
+def outcome_of(episode: EpisodeResult) -> tuple[EpisodeOutcome, str]:
+    """The outcome of an episode (its ``word`` is the cell's class) and a few words on it."""
+    outcome = episode_outcome(episode)
+    if outcome.word == "infra":
+        return outcome, f"{OUTCOMES['infra']} ({outcome.infra})"
+    if outcome.word == "pass":
+        return outcome, "passed (vacuous)" if outcome.vacuous else "passed"
+    if outcome.word == "error":
+        return outcome, f"{OUTCOMES['error']} ({outcome.agent_error})"
     if episode.verdict is None:
-        return "fail", "no verdict"
-    return "fail", f"failed: {episode.verdict.reason}"[:200]
-
-
-def error_class(episode: EpisodeResult) -> str | None:
-    """The infrastructure failure's or the agent error's kind, if either."""
-    if episode.infra_error is not None:
-        return str(episode.infra_error.kind)
-    if episode.agent_error is not None:
-        return str(episode.agent_error.kind)
-    return None
+        return outcome, "no verdict"
+    return outcome, f"failed: {episode.verdict.reason}"[:200]
 
 
 def cell_id(model_index: int, row: int, attempt: int) -> str:

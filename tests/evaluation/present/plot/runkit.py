@@ -17,7 +17,6 @@ from pathlib import Path
 
 from bat.evaluation import stats as metrics
 from bat.evaluation.inputs.dataset import TaskSpec
-from bat.evaluation.judging.scores import infra_scores
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import (
@@ -28,6 +27,7 @@ from bat.evaluation.log.episode import (
     Usage,
     Verdict,
 )
+from bat.evaluation.log.scores import not_judged
 from bat.evaluation.log.summary import EpisodeRow
 from tests.logkit import NO_SECRETS
 
@@ -80,7 +80,7 @@ def episode_of(
         verdict = Verdict(passed=passed, reason="status: 'completed'" if passed else reason_fail)
     scores = None
     if judge and infra:
-        scores = infra_scores()  # what eval.judge writes for one
+        scores = not_judged()  # what eval.judge writes for one
     elif judge:
         scores = {
             "rubric_version": "bat.rubric/1",

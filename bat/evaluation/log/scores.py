@@ -1,0 +1,76 @@
+"""The ``scores`` of an episode file: what the judges said of it (schema ``scores``).
+
+The judges (:mod:`bat.evaluation.judging`) fill these in; the statistics, the report, the
+viewer and bat-cli's ``qualitative_scores`` read them. The log owns the shape so that its
+readers need not import the judges::
+
+    {"rubric_version": "bat.rubric/1",
+     "judges": ["openai:gpt-4.1-mini", ...],
+     "dimensions": {"response_relevance": {"score": 0.8,           # mean over judges, or None
+                                           "reasoning": "...",
+                                           "per_judge": {"openai:gpt-4.1-mini": 0.8},
+                                           "disagreement": None},   # max - min, 2+ judges
+                    ...},                                           # all four, always
+     "error": None,                     # set when every judge failed: the reasons
+     "judge_errors": {}}                # label -> reason, for each judge that failed
+
+An episode that ended in an infrastructure failure is not sent to any judge: its scores
+are exactly ``{"error": "not judged: infrastructure failure"}`` (:func:`not_judged`).
+
+**Written as given.** A file holds the keys its scores were made with and no others:
+the judges' full form, the one-key form above, or the subset of keys an older or
+hand-made file has. A key never given is not written with its default, so a file read
+and written again (``eval.verdict``, a re-judge that changes nothing) keeps its bytes.
+Keys this bat does not know are ignored, as everywhere in the log.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+NOT_JUDGED_INFRA = "not judged: infrastructure failure"
+
+
+class DimensionScore(BaseModel):
+    """One judge dimension of one episode: the mean over the judges that answered."""
+
+    score: float | None
+    reasoning: str = ""
+    per_judge: dict[str, float | None] = Field(default_factory=dict)
+    disagreement: float | None = None  # max - min, with two judges or more
+
+
+class JudgeScores(BaseModel):
+    """An episode's ``scores``: what the judges said (made by ``bat.evaluation.judging``)."""
+
+    # What bat writes has no other key (its schema says so); a file's unknown keys are
+    # ignored when read, as in every file of the log.
+    model_config = ConfigDict(extra="ignore", json_schema_extra={"additionalProperties": False})
+
+    rubric_version: str | None = None
+    judges: list[str] = Field(default_factory=list)
+    dimensions: dict[str, DimensionScore] = Field(default_factory=dict)
+    error: str | None = None  # set when every judge failed (or none was asked): the reasons
+    judge_errors: dict[str, str] = Field(default_factory=dict)  # label -> reason
+
+    def as_written(self, mode: str = "python") -> dict[str, Any]:
+        """The scores as an episode file holds them: the keys they were given, no other
+        (an unset key is not written with its default)."""
+        return self.model_dump(mode=mode, exclude_unset=True)
+
+    def per_dimension(self) -> dict[str, float | None] | None:
+        """The score per dimension (bat-cli's ``qualitative_scores``); None when no
+        dimension was given (an episode not judged)."""
+        if "dimensions" not in self.model_fields_set:
+            return None
+        return {name: dimension.score for name, dimension in self.dimensions.items()}
+
+
+def not_judged() -> JudgeScores:
+    """The scores of an episode no judge was sent: an infrastructure failure."""
+    return JudgeScores(error=NOT_JUDGED_INFRA)
+
+
+__all__ = ["NOT_JUDGED_INFRA", "DimensionScore", "JudgeScores", "not_judged"]
