@@ -69,11 +69,17 @@ def run_bat(
     env: dict[str, str] | None = None,
     timeout: float = 60,
     process: bool = False,
+    charts: bool = False,
 ) -> Result:
     """Run ``bat ARGS`` and return what it printed and its exit status; never raises on a
     non-zero exit. In this process unless ``process`` (then the installed console script),
-    or unless ``env`` sets a ``PYTHON*`` variable, which only a new interpreter reads."""
-    if process or any(name.startswith("PYTHON") for name in env or {}):
+    or unless ``env`` sets a ``PYTHON*`` variable, which only a new interpreter reads.
+
+    The stages after ``eval.run`` draw no charts unless ``charts`` (``eval.charts``: the
+    chart renderer is a second or more of every run, and most tests look at none);
+    ``bat eval.plot`` always draws."""
+    env = {**({} if charts else {"BAT_EVAL_CHARTS": "false"}), **(env or {})}
+    if process or any(name.startswith("PYTHON") for name in env):
         proc = subprocess.run(
             [str(BAT), *args],
             cwd=cwd,
