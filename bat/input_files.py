@@ -32,6 +32,7 @@ except ImportError:  # bat run from a source tree with only Invoke installed, wh
     from invoke.util import yaml  # carries a copy of PyYAML (the same code)
 
 from bat.errors import InputError
+from bat.figures import integer
 
 MiB = 2**20
 #: Configuration files (eval.yaml, bat.yaml, the -f file): far above any real one.
@@ -217,7 +218,7 @@ class BoundedLoader(yaml.SafeLoader):
                     parent,
                     index,
                     event.start_mark,
-                    f"aliases expand to more than {ALIAS_BUDGET:,} values and characters "
+                    f"aliases expand to more than {integer(ALIAS_BUDGET)} values and characters "
                     "(an alias bomb?); write the values out instead",
                 )
             return node
@@ -321,4 +322,4 @@ def _reason(exc: yaml.MarkedYAMLError) -> str:
 
 
 def _size(count: int) -> str:
-    return f"{count / MiB:.1f} MiB" if count >= MiB else f"{count:,} bytes"
+    return f"{count / MiB:.1f} MiB" if count >= MiB else f"{integer(count)} bytes"

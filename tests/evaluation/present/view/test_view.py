@@ -202,6 +202,12 @@ def test_pages_of_a_finished_run(finished):
         assert "echo: &lt;script&gt;alert(1)&lt;/script&gt; &lt;img src=x onerror" in page
         assert "<script>alert" not in page and "<img src=x" not in page
         assert "status" in page and "passed" in page  # the verdict's check
+        trace = json.loads(
+            (run_dir / "agent-default" / "episodes" / "hostile__try1.json").read_text()
+        )["trace"]
+        # Durations as every page spells them: two decimals and the unit.
+        assert f"</b> · {trace['wall_time_s']:.2f} s" in page
+        assert f"after {trace['turns'][0]['wall_time_s']:.2f} s" in page
 
         status, headers, raw = view.get(
             f"/runs/{run_dir.name}/raw/agent-default/refused__try2.json"
