@@ -354,6 +354,15 @@ def test_a_port_in_use_is_one_line_naming_a_free_one(tmp_path, home):
     assert suggested > port
 
 
+@pytest.mark.parametrize("port", ["70000", "-1"])
+def test_a_port_out_of_range_is_one_line_by_the_one_port_rule(tmp_path, home, port):
+    result = run_bat("eval.view", "-f", str(tmp_path), "--port", port, cwd=tmp_path)
+    assert result.code == 2
+    assert result.err.strip() == (
+        f"bat: error: --port: '{port}' is not a port number (0-65535, 0: any free port)"
+    )
+
+
 def test_a_folder_that_does_not_exist_is_an_input_error(tmp_path, home):
     result = run_bat("eval.view", "-f", str(tmp_path / "nothing"), "--port", "0", cwd=tmp_path)
     assert result.code == 2
