@@ -48,7 +48,7 @@ from bat.evaluation.inputs.gate_specs import GateSpec
 from bat.evaluation.inputs.variables import UnsetVariable, expand
 from bat.evaluation.log import layout
 from bat.figures import counted
-from bat.locate import dotted, line_index, validation_problems
+from bat.locate import dotted, line_index, line_of, validation_problems
 from bat.ports import port_problem, url_port_problem
 
 DEFAULT_FILE = Path("eval/eval.yaml")
@@ -814,11 +814,6 @@ def _single_judge_path(path: tuple) -> tuple:
     return path
 
 
-def _line_of(text: str, path: tuple) -> int | None:
-    """The line of ``path`` in eval.yaml ``text``; mapped only for a problem to report."""
-    return line_index(text).get(path)
-
-
 def _model_dirs(models: list[ModelSpec], file: Path, text: str) -> list[str]:
     """A distinct folder per ``models:`` entry; real duplicates are refused.
 
@@ -832,7 +827,7 @@ def _model_dirs(models: list[ModelSpec], file: Path, text: str) -> list[str]:
     for index, model in enumerate(models):
         first = seen.setdefault(model.identity, index)
         if first != index:
-            line = _line_of(text, ("models", index))
+            line = line_of(text, ("models", index))
             where = f" (line {line})" if line else ""
             problems.append(
                 f"{file}: models[{index}]{where}: the same model as models[{first}] "
@@ -853,7 +848,7 @@ def _model_dirs(models: list[ModelSpec], file: Path, text: str) -> list[str]:
         if index in duplicates:
             continue  # said above
         if name in RESERVED_DIRS or dirs.index(name) != index:
-            line = _line_of(text, ("models", index))
+            line = line_of(text, ("models", index))
             where = f" (line {line})" if line else ""
             other = "is reserved" if name in RESERVED_DIRS else "is taken by another model"
             problems.append(f"{file}: models[{index}]{where}: the folder name {name!r} {other}")

@@ -213,13 +213,16 @@ def test_every_problem_of_tasks_json_at_once(project, bat):
         (
             '[{"id": "a", "turns": ["x"]},\n {"id": "b", "turns": ["y"],\n'
             '  "expected": {"output_must_contain": ["zzz"]}, "expected": {}}]',
-            "tasks[1] (line 2): the key 'expected' is written twice in one object",
+            "[1].expected (line 3): duplicate key (the later one would win)",
         ),
         (
             '[{"id": "a", "turns": ["x"], "meta": {"k": 1, "k": 2}}]',
-            "tasks[0] (line 1): the key 'k' is written twice",
+            "[0].meta.k (line 1): duplicate key",
         ),
-        ('{"tasks": [{"id": "a", "turns": ["x"], "id": "b"}]}', "'id': duplicate key"),
+        (
+            '{"tasks": [{"id": "a", "turns": ["x"],\n "id": "b"}]}',
+            "tasks[0].id (line 2): duplicate key",
+        ),
         (
             '{"tasks": [{"id": "a", "turns": ["x"]}], "Tasks": [{"id": "b", "turns": ["y"]}]}',
             "holds other keys too, which bat does not read: 'Tasks'",
