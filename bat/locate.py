@@ -46,24 +46,28 @@ def line_index(text: str) -> dict[Path_, int]:
     return lines
 
 
-def line_of(source: os.PathLike | str, key_path: str | Iterable[str | int]) -> int | None:
-    """The line of ``key_path`` in a YAML file (a :class:`~pathlib.Path`) or in YAML
-    text (a ``str``), for an error message; None when not even its first key is there,
-    or the file cannot be read or is not YAML.
+def line_of(
+    path_or_text: os.PathLike | str, dotted_key_path: str | Iterable[str | int]
+) -> int | None:
+    """The line of a key path in a YAML file (a :class:`~pathlib.Path`: a ``str`` is
+    the YAML text itself), for an error message; None when not even its first key is
+    there, or the file cannot be read or is not YAML.
 
-    ``key_path`` is dotted (``"eval.file"``, as Invoke names a setting) or a sequence
-    of keys and item numbers (``("models", 0)``). Where the file holds only the start
-    of the path, the line of the deepest key it holds. The composed node tree is walked
+    The key path is dotted (``"eval.file"``, as Invoke names a setting) or a sequence of
+    keys and item numbers (``("models", 0)``). Where the file holds only the start of
+    the path, the line of the deepest key it holds. The composed node tree is walked
     with aliases left where they are written, never expanded, so a hostile file costs
     no more than it took to read (a file is read as configuration files are: bounded).
     """
-    if isinstance(source, os.PathLike):
+    text = path_or_text
+    if isinstance(text, os.PathLike):
         try:
-            source = read_text(source, limit=CONFIG_LIMIT, kind="a YAML file")
+            text = read_text(text, limit=CONFIG_LIMIT, kind="a YAML file")
         except (OSError, InputError):
             return None
-    path = tuple(key_path.split(".")) if isinstance(key_path, str) else tuple(key_path)
-    lines = line_index(source)
+    steps = dotted_key_path
+    path = tuple(steps.split(".")) if isinstance(steps, str) else tuple(steps)
+    lines = line_index(text)
     return _nearest_line(lines, path) if path[:1] in lines else None
 
 
