@@ -440,10 +440,11 @@ def check_dataset(path: Path, *, chunk: int = 20_000) -> DatasetCheck:
 def _json_list_chunks(text: str, size: int) -> Iterator[str]:
     """The JSON list ``text`` cut into JSON lists of ``size`` items (the last: fewer).
 
-    The C decoder finds where each item ends (the item it builds is dropped at once:
-    its objects are not even made, only their keys checked, so a key written twice in
+    The C decoder finds where each item ends (the item it builds is dropped at once);
+    its objects go through the one hook of every JSON input, so a key written twice in
     an object is found on the way, as :class:`~bat.input_files.RepeatedKey`, for the
-    price of nothing more).
+    price of nothing more (the hook builds each dict in C: no slower, measured, than
+    checking the keys alone).
     Raises ``_NotAList`` for anything but one well-formed list; the caller then leaves
     the file to the full reader, for the message.
     """
