@@ -1,8 +1,9 @@
 """The one place bat reads a YAML or JSON input file: bounded, strict, and with lines.
 
 Every file a user (or an attacker who can write one) hands to bat passes here: eval.yaml,
-the tasks.json dataset, ``./bat.yaml``, ``~/.bat.yaml``, ``/etc/bat.yaml`` and the ``-f``
-file. Reading one must end quickly, with the data or one clear error naming the file:
+the tasks.json dataset, ``./bat.yaml``, ``~/.bat.yaml``, ``/etc/bat.yaml``, the ``-f``
+file and a project's ``agent.json``. Reading one must end quickly, with the data or one
+clear error naming the file:
 
 - only a regular file is read (``/dev/zero`` or a FIFO would never end), and only up to
   a size limit (:data:`CONFIG_LIMIT`, :data:`DATASET_LIMIT`), checked before reading;
@@ -12,15 +13,22 @@ file. Reading one must end quickly, with the data or one clear error naming the 
   may add at most :data:`ALIAS_BUDGET` nodes and characters to the document (a "billion
   laughs" is refused while it is parsed, before anything walks or copies it), nesting is
   at most :data:`MAX_DEPTH` levels, and a key written twice in one mapping is an error
-  (PyYAML would silently keep the last).
+  (PyYAML would silently keep the last);
+- JSON is read by Python's decoder with one hook for every JSON input,
+  :func:`no_repeated_keys`: a key written twice in one object is an error too, named by
+  key path and line (:func:`repeated_key_error`, from :func:`json_lines`, the one-pass
+  map of a JSON text's key paths to lines, which lives here for that reason).
 
 Errors are :class:`~bat.errors.InputError` (exit 2), worded
-``<file>: <key> (line N): what is wrong``.
+``<file>: <key> (line N): what is wrong``; a key written twice, in YAML or JSON,
+``<file>: <key path> (line N): duplicate key (the later one would win)``.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,6 +40,7 @@ except ImportError:  # bat run from a source tree with only Invoke installed, wh
     from invoke.util import yaml  # carries a copy of PyYAML (the same code)
 
 from bat.errors import InputError
+from bat.figures import integer
 
 MiB = 2**20
 #: Configuration files (eval.yaml, bat.yaml, the -f file): far above any real one.
@@ -44,6 +53,10 @@ ALIAS_BUDGET = 1_000_000
 #: How deep YAML collections may nest; PyYAML composes recursively, so a deeper file
 #: would end in a RecursionError rather than a message.
 MAX_DEPTH = 100
+#: What a key written twice is called, in a YAML mapping or a JSON object.
+DUPLICATE_KEY = "duplicate key (the later one would win)"
+
+Path_ = tuple[str | int, ...]  # a key path: ("models", 0, "provider")
 
 
 def read_text(path: Path | str, *, limit: int, kind: str = "file") -> str:
@@ -143,18 +156,27 @@ def load_json(path: Path | str, *, limit: int = CONFIG_LIMIT, kind: str = "a JSO
     return parse_json(read_text(path, limit=limit, kind=kind), path)
 
 
-def parse_json(text: str, path: Path | str, *, repeated_keys: bool = False) -> Any:
+def parse_json(text: str, path: Path | str, *, constants: bool = True) -> Any:
     """``text`` (the content of ``path``) as JSON; every failure is an InputError naming
-    ``path``. A key written twice in an object is refused unless ``repeated_keys``."""
-    import json
-
+    ``path``. A key written twice in an object is refused; so are ``NaN``, ``Infinity``
+    and ``-Infinity`` (which Python reads, but which are not JSON) unless ``constants``."""
     try:
-        if repeated_keys:
-            return json.loads(text)
-        return json.loads(text, object_pairs_hook=_no_repeated_keys)
-    except _RepeatedKey as exc:
+        if constants:
+            return json.loads(text, object_pairs_hook=no_repeated_keys)
+        return json.loads(text, object_pairs_hook=no_repeated_keys, parse_constant=_no_constant)
+    except RepeatedKey as exc:
+        raise repeated_key_error(path, text, exc) from None
+    except _NotJSON as exc:
+        line = next(
+            (
+                text.count("\n", 0, token.start()) + 1
+                for token in _JSON_TOKEN.finditer(text)  # strings are tokens: skipped whole
+                if token.group() == exc.name
+            ),
+            "?",
+        )
         raise InputError(
-            f"{path}: {exc.args[0]!r}: duplicate key (the later one would win)"
+            f"{path}: {exc.name} (line {line}): not JSON: write a number or a string"
         ) from None
     except json.JSONDecodeError as exc:
         raise InputError(
@@ -166,18 +188,129 @@ def parse_json(text: str, path: Path | str, *, repeated_keys: bool = False) -> A
         raise InputError(f"{path}: invalid JSON: {str(exc).split(';')[0]}") from None
 
 
-class _RepeatedKey(ValueError):
-    """A key written twice in one JSON object (raised inside ``json.loads``)."""
+class _NotJSON(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a JSON text (raised inside the decoder)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
 
 
-def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object as a dict; a key written twice is refused, as in YAML files."""
-    data: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in data:
-            raise _RepeatedKey(key)
-        data[key] = value
+def _no_constant(name: str) -> Any:
+    raise _NotJSON(name)
+
+
+class RepeatedKey(ValueError):
+    """A key written twice in one JSON object, raised by :func:`no_repeated_keys` inside
+    the decoder, where no position is known; ``within`` is the key path of the item that
+    holds it when the caller knows (a dataset's task), so that only it is mapped."""
+
+    def __init__(self, key: str, within: Path_ | None = None) -> None:
+        super().__init__(key)
+        self.key, self.within = key, within
+
+
+def no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The ``object_pairs_hook`` of every JSON input bat reads: the object as a dict, or
+    :class:`RepeatedKey` when a key is written twice (Python would keep the later one,
+    silently: an expectation written twice would be half lost)."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise RepeatedKey(key)
+            seen.add(key)
     return data
+
+
+def repeated_key_error(path: Path | str, text: str, exc: RepeatedKey) -> InputError:
+    """The error for a key written twice in the JSON ``text`` of ``path``, by key path and
+    line: ``tasks.json: [1].expected (line 3): duplicate key (the later one would win)``.
+
+    The decoder's text is valid up to the end of the object that failed, and the first
+    repeat in the text is within it: the walk stops there."""
+    within = None if exc.within is None else [exc.within]
+    found = _walk_json(text, within, stop_at_repeat=True)[1]
+    if found is None:  # not reached: the decoder found one
+        return InputError(f"{path}: {exc.key!r}: {DUPLICATE_KEY}")
+    where, line = found
+    return InputError(f"{path}: {dotted(where)} (line {line}): {DUPLICATE_KEY}")
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
+
+
+def json_lines(text: str, within: Iterable[Path_] | None = None) -> dict[Path_, int]:
+    """``{key path: 1-based line}`` for the JSON ``text`` (which is known to be valid).
+
+    A dataset can hold a million tasks and nest hundreds of levels, so this is one
+    pass of a tokenizer with its own stack. With ``within``, only the paths under those
+    prefixes (the tasks that have problems) are recorded, and every other collection
+    is skipped whole by the C JSON decoder, only its line breaks counted.
+    """
+    return _walk_json(text, within)[0]
+
+
+def _walk_json(
+    text: str, within: Iterable[Path_] | None, *, stop_at_repeat: bool = False
+) -> tuple[dict[Path_, int], tuple[Path_, int] | None]:
+    """:func:`json_lines`, and with ``stop_at_repeat`` the key path and line of the first
+    key written a second time in its object (the walk ends there)."""
+    wanted = None if within is None else set(within)
+    ancestors = {path[:end] for path in wanted or () for end in range(len(path))}
+    decoder = json.JSONDecoder()
+    lines: dict[Path_, int] = {}
+    # One frame per open container: [path, is_object, next key or index, records?]
+    stack: list[list[Any]] = []
+    line, last, pos = 1, 0, 0
+    path: Path_ = ()
+    record = wanted is None or () in wanted
+    expect_key = False
+    while match := _JSON_TOKEN.search(text, pos):
+        token, start, pos = match.group(), match.start(), match.end()
+        line += text.count("\n", last, start)
+        last = start
+        if token in ":,":
+            if token == "," and stack:
+                frame = stack[-1]
+                if frame[1]:
+                    expect_key = True
+                else:
+                    frame[2] += 1
+            continue
+        if token in "]}":
+            stack.pop()
+            expect_key = False
+            continue
+        if expect_key:  # a key of the innermost object
+            frame = stack[-1]
+            frame[2] = _json_key(token)
+            if frame[3]:
+                key_path = (*frame[0], frame[2])
+                if stop_at_repeat and key_path in lines:  # only its own key recorded it
+                    return lines, (key_path, line)
+                lines[key_path] = line
+            expect_key = False
+            continue
+        # A value starts: at the top, as an item of an array, or after an object's key.
+        if stack:
+            frame = stack[-1]
+            path = (*frame[0], frame[2])
+            record = frame[3] or (wanted is not None and path in wanted)
+        if record:
+            lines.setdefault(path, line)
+        elif token in "[{" and path not in ancestors:
+            pos = decoder.raw_decode(text, start)[1]  # nothing wanted in there
+            continue
+        if token in "[{":
+            stack.append([path, token == "{", 0, record])
+            expect_key = token == "{"
+    return lines, None
+
+
+def _json_key(token: str) -> str:
+    return token[1:-1] if "\\" not in token else json.loads(token)
 
 
 class BoundedLoader(yaml.SafeLoader):
@@ -217,7 +350,7 @@ class BoundedLoader(yaml.SafeLoader):
                     parent,
                     index,
                     event.start_mark,
-                    f"aliases expand to more than {ALIAS_BUDGET:,} values and characters "
+                    f"aliases expand to more than {integer(ALIAS_BUDGET)} values and characters "
                     "(an alias bomb?); write the values out instead",
                 )
             return node
@@ -256,7 +389,7 @@ class BoundedLoader(yaml.SafeLoader):
                     path = (*_path_of(node), _key_text(key_node))
                     raise InputError(
                         f"{self.name}: {dotted(path)} (line {key_node.start_mark.line + 1}): "
-                        "duplicate key"
+                        + DUPLICATE_KEY
                     )
         return super().construct_mapping(node, deep=deep)
 
@@ -321,4 +454,4 @@ def _reason(exc: yaml.MarkedYAMLError) -> str:
 
 
 def _size(count: int) -> str:
-    return f"{count / MiB:.1f} MiB" if count >= MiB else f"{count:,} bytes"
+    return f"{count / MiB:.1f} MiB" if count >= MiB else f"{integer(count)} bytes"

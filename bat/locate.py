@@ -4,14 +4,15 @@ pydantic says *what* is wrong and at which key path; a user also wants the line.
 a file has failed validation (never before: mapping a large file costs more than
 reading it), its key paths are mapped to the lines they start on, so each error can be
 reported as ``eval/eval.yaml: evaluation.k (line 7): Input should be greater than 0``.
-YAML is composed by bat's bounded loader without following aliases; JSON datasets by a
-one-pass tokenizer (:func:`json_lines`). Neither recurses.
+YAML is composed by bat's bounded loader without following aliases (:func:`line_index`
+for every key path, :func:`line_of` for one); JSON datasets by a one-pass tokenizer
+(:func:`bat.input_files.json_lines`, kept beside the JSON reader, which needs it for a
+key written twice). Neither recurses.
 """
 
 from __future__ import annotations
 
-import json
-import re
+import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,7 @@ from typing import Any
 import yaml
 
 from bat.errors import InputError
-from bat.input_files import BoundedLoader, dotted
-
-Path_ = tuple[str | int, ...]
+from bat.input_files import CONFIG_LIMIT, BoundedLoader, Path_, dotted, read_text
 
 
 def line_index(text: str) -> dict[Path_, int]:
@@ -45,6 +44,31 @@ def line_index(text: str) -> dict[Path_, int]:
         elif isinstance(node, yaml.SequenceNode):
             stack.extend((item, (*path, index)) for index, item in enumerate(node.value))
     return lines
+
+
+def line_of(
+    path_or_text: os.PathLike | str, dotted_key_path: str | Iterable[str | int]
+) -> int | None:
+    """The line of a key path in a YAML file (a :class:`~pathlib.Path`: a ``str`` is
+    the YAML text itself), for an error message; None when not even its first key is
+    there, or the file cannot be read or is not YAML.
+
+    The key path is dotted (``"eval.file"``, as Invoke names a setting) or a sequence of
+    keys and item numbers (``("models", 0)``). Where the file holds only the start of
+    the path, the line of the deepest key it holds. The composed node tree is walked
+    with aliases left where they are written, never expanded, so a hostile file costs
+    no more than it took to read (a file is read as configuration files are: bounded).
+    """
+    text = path_or_text
+    if isinstance(text, os.PathLike):
+        try:
+            text = read_text(text, limit=CONFIG_LIMIT, kind="a YAML file")
+        except (OSError, InputError):
+            return None
+    steps = dotted_key_path
+    path = tuple(steps.split(".")) if isinstance(steps, str) else tuple(steps)
+    lines = line_index(text)
+    return _nearest_line(lines, path) if path[:1] in lines else None
 
 
 def scalar_texts(text: str, paths: Iterable[Path_]) -> dict[Path_, str]:
@@ -102,70 +126,6 @@ class _IndexLoader(BoundedLoader):
             node._bat_size = 1
             return node
         return super().compose_node(parent, index)
-
-
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+')
-
-
-def json_lines(text: str, within: Iterable[Path_] | None = None) -> dict[Path_, int]:
-    """``{key path: 1-based line}`` for the JSON ``text`` (which is known to be valid).
-
-    A dataset can hold a million tasks and nest hundreds of levels, so this is one
-    pass of a tokenizer with its own stack. With ``within``, only the paths under those
-    prefixes (the tasks that have problems) are recorded, and every other collection
-    is skipped whole by the C JSON decoder, only its line breaks counted.
-    """
-    wanted = None if within is None else set(within)
-    ancestors = {path[:end] for path in wanted or () for end in range(len(path))}
-    decoder = json.JSONDecoder()
-    lines: dict[Path_, int] = {}
-    # One frame per open container: [path, is_object, next key or index, records?]
-    stack: list[list[Any]] = []
-    line, last, pos = 1, 0, 0
-    path: Path_ = ()
-    record = wanted is None or () in wanted
-    expect_key = False
-    while match := _JSON_TOKEN.search(text, pos):
-        token, start, pos = match.group(), match.start(), match.end()
-        line += text.count("\n", last, start)
-        last = start
-        if token in ":,":
-            if token == "," and stack:
-                frame = stack[-1]
-                if frame[1]:
-                    expect_key = True
-                else:
-                    frame[2] += 1
-            continue
-        if token in "]}":
-            stack.pop()
-            expect_key = False
-            continue
-        if expect_key:  # a key of the innermost object
-            frame = stack[-1]
-            frame[2] = _json_key(token)
-            if frame[3]:
-                lines[(*frame[0], frame[2])] = line
-            expect_key = False
-            continue
-        # A value starts: at the top, as an item of an array, or after an object's key.
-        if stack:
-            frame = stack[-1]
-            path = (*frame[0], frame[2])
-            record = frame[3] or (wanted is not None and path in wanted)
-        if record:
-            lines.setdefault(path, line)
-        elif token in "[{" and path not in ancestors:
-            pos = decoder.raw_decode(text, start)[1]  # nothing wanted in there
-            continue
-        if token in "[{":
-            stack.append([path, token == "{", 0, record])
-            expect_key = token == "{"
-    return lines
-
-
-def _json_key(token: str) -> str:
-    return token[1:-1] if "\\" not in token else json.loads(token)
 
 
 def validation_problems(

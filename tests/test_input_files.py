@@ -22,8 +22,16 @@ from hypothesis import strategies as st
 from bat.errors import InputError
 from bat.evaluation.inputs import dataset as dataset_module
 from bat.evaluation.inputs.dataset import check_dataset, load_dataset
-from bat.input_files import ALIAS_BUDGET, CONFIG_LIMIT, MAX_DEPTH, parse_yaml
-from bat.locate import json_lines, line_index
+from bat.input_files import (
+    ALIAS_BUDGET,
+    CONFIG_LIMIT,
+    MAX_DEPTH,
+    dotted,
+    json_lines,
+    parse_json,
+    parse_yaml,
+)
+from bat.locate import line_index
 
 # Nine levels of nine: 9**9 (387 million) items once expanded, 10 lines of text.
 BOMB = "".join(
@@ -109,7 +117,7 @@ def test_duplicate_keys_in_a_json_settings_file(tmp_path, bat, home, where):
     (tmp_path / name).write_text('{"eval": {"file": "a.yaml", "file": "b.yaml"}}')
     args = ["version"] if where == "project" else ["-f", name, "version"]
     line = one_clean_error(bat(*args, cwd=tmp_path), name)
-    assert "'file': duplicate key" in line
+    assert "eval.file (line 1): duplicate key (the later one would win)" in line
 
 
 @pytest.mark.parametrize("name", ["bat.yaml", "home/.bat.yaml", "given.yaml", "given.json"])
@@ -294,6 +302,42 @@ def test_json_lines_within_some_items_are_those_of_the_whole(items, chosen, wrap
         if any(path[: len(root)] == root for root in within)
     }
     assert json_lines(text, within=within) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(json_values, max_size=4),
+    st.dictionaries(words, json_values, min_size=1, max_size=4),
+    json_values,
+    st.booleans(),
+)
+def test_a_json_key_written_twice_is_named_by_key_path_and_line(before, obj, again, wrapped):
+    """Wherever an object repeats a key, the one JSON hook refuses it, and the message
+    names the key path and the line of the second writing, in the words YAML's use."""
+    first = next(iter(obj))
+    pairs = [f"{json.dumps(k)}: {json.dumps(v, indent=1)}" for k, v in obj.items()]
+    repeated = "{" + ", ".join(pairs) + f",\n {json.dumps(first)}: {json.dumps(again)}}}"
+    items = [json.dumps(item, indent=1) for item in before]
+    text = "[" + "".join(item + ",\n" for item in items) + repeated + "]"
+    if wrapped:
+        text = '{"tasks":\n' + text + "}"
+    line = text.count("\n", 0, text.rindex(f"\n {json.dumps(first)}: ")) + 2
+    where = dotted((*(["tasks"] if wrapped else []), len(before), first))
+    with pytest.raises(InputError) as refused:
+        parse_json(text, "f.json")
+    assert refused.value.message == (
+        f"f.json: {where} (line {line}): duplicate key (the later one would win)"
+    )
+
+
+def test_json_that_is_not_json_is_refused_where_asked_at_its_line():
+    text = '{"a": "NaN, Infinity",\n "b": [1,\n -Infinity]}'
+    assert parse_json(text, "c.json")["b"] == [1, float("-inf")]  # Python's reading
+    with pytest.raises(InputError) as refused:
+        parse_json(text, "c.json", constants=False)
+    assert refused.value.message == (
+        "c.json: -Infinity (line 3): not JSON: write a number or a string"
+    )
 
 
 yaml_tokens = st.sampled_from(

@@ -40,8 +40,8 @@ from pydantic_core import PydanticCustomError
 
 from bat.errors import BatError, ConfigError
 from bat.figures import counted
-from bat.input_files import CONFIG_LIMIT, dotted, parse_json, parse_yaml, read_text
-from bat.locate import json_lines, validation_problems
+from bat.input_files import CONFIG_LIMIT, dotted, json_lines, parse_json, parse_yaml, read_text
+from bat.locate import validation_problems
 
 TRUE_WORDS = ("true", "yes", "on", "1")
 FALSE_WORDS = ("false", "no", "off", "0")
@@ -99,14 +99,10 @@ def whole_number(value: Any) -> int:
 
 
 def port(value: Any) -> int:
-    """A TCP port: a whole number from 1 to 65535."""
-    try:
-        number = whole_number(value)
-    except ValueError:
-        raise ValueError(f"expected a port number (1-65535), got {shown(value)}") from None
-    if not 1 <= number <= 65535:
-        raise ValueError(f"expected a port number (1-65535), got {number}")
-    return number
+    """A TCP port, by bat's one rule (:mod:`bat.ports`)."""
+    from bat.ports import port_number
+
+    return port_number(value)
 
 
 def number(value: Any) -> float:

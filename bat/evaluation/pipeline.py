@@ -37,7 +37,7 @@ from bat.evaluation.log.summary import Summary, Totals
 from bat.evaluation.run.model_run import ModelRecord, agent_log, failed, model_record, run_model
 from bat.evaluation.stats import row_of, summarize
 from bat.evaluation.verdict import judge_episode
-from bat.figures import counted
+from bat.figures import counted, percent
 from bat.secrets import display_url
 from bat.terminal import safe
 
@@ -354,16 +354,16 @@ def result_line(label: str, totals: Totals, k: int) -> str:
     notes = []
     if totals.agent_errors_total:
         kinds = ", ".join(f"{n} {kind}" for kind, n in totals.agent_errors.items() if n)
-        notes.append(f"{totals.agent_errors_total} agent errors ({kinds})")
+        notes.append(f"{counted(totals.agent_errors_total, 'agent error')} ({kinds})")
     if totals.infra_failures:
         kinds = ", ".join(f"{n} {kind}" for kind, n in totals.infra_failures_by_kind.items())
-        notes.append(f"{totals.infra_failures} infrastructure failures ({kinds})")
+        notes.append(f"{counted(totals.infra_failures, 'infrastructure failure')} ({kinds})")
     if totals.vacuous_passes:
-        notes.append(f"{totals.vacuous_passes} vacuous passes")
+        notes.append(counted(totals.vacuous_passes, "vacuous pass", "vacuous passes"))
     return (
         f"[{label}] {totals.passed}/{totals.attempts} episodes passed "
-        f"({totals.success_percentage:g}%), "
-        f"pass@{k} {_pct(totals.pass_at_k)}, pass^{k} {_pct(totals.pass_hat_k)}"
+        f"({percent(totals.success_percentage / 100)}), "
+        f"pass@{k} {percent(totals.pass_at_k)}, pass^{k} {percent(totals.pass_hat_k)}"
         + "".join(f"; {note}" for note in notes)
     )
 
@@ -398,10 +398,6 @@ def recheck_run(ctx: RunContext, run_dir: Path, dataset: Dataset, *, say: Say = 
         store.write_verdict(path, episode, verdict, scrubber=ctx.scrubber)
     say(f"{counted(len(rewrites), 'verdict')} changed")
     return len(rewrites)
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
 def gate_stage(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from bat.figures import seconds
 from bat.images.archive import LogFile, context_archive
 from bat.images.credentials import Credentials
 from bat.images.display import BuildDisplay, PushDisplay
@@ -79,11 +80,11 @@ def build_image(
             raise
         finally:
             display.close()
-        seconds = time.monotonic() - started
-        log.write(f"built {settings.ref} ({image_id}) in {seconds:.1f} s")
+        took = time.monotonic() - started
+        log.write(f"built {settings.ref} ({image_id}) in {seconds(took)}")
     short = image_id.removeprefix("sha256:")[:12]
-    display.line(f"Built {settings.ref} (image {short}) in {seconds:.1f} s; log: {log.shown()}")
-    return BuildOutcome(settings.ref, image_id, log.path, seconds)
+    display.line(f"Built {settings.ref} (image {short}) in {seconds(took)}; log: {log.shown()}")
+    return BuildOutcome(settings.ref, image_id, log.path, took)
 
 
 def push_image(

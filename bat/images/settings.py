@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bat.errors import InputError, UsageError
+from bat.ports import port_problem
 
 FALLBACK_REGISTRY = "localhost:5000"
 ENV_REGISTRY = "BAT_DOCKER_REGISTRY"
@@ -196,12 +197,15 @@ def host_spec(value: str) -> HostSpec:
     """``[user@]host[:port]`` (a bracketed IPv6 address works too)."""
     text = str(value).strip()
     match = _HOST.fullmatch(text)
-    port = match and match["port"]
-    if not match or (port and not 1 <= int(port) <= 65535):
+    if not match:
         raise UsageError(
             f"invalid host {value!r} (--host, images.host): expected [user@]host[:port], "
             "e.g. deploy@build1"
         )
+    port = match["port"]
+    problem = port and port_problem(port)
+    if problem:
+        raise UsageError(f"invalid host {value!r} (--host, images.host): {problem}")
     return HostSpec(
         host=match["host"].strip("[]"), user=match["user"], port=int(port) if port else None
     )

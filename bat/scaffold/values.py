@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from bat.errors import InputError
+from bat.ports import port_number, url_port_problem
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,6 @@ PROVIDERS: dict[str, Provider] = {
     )
 }
 
-_PORT = re.compile(r"[0-9]{1,5}")
 _MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}")
 _REGISTRY = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[a-z0-9._-]+)*")
 _REPO_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
@@ -40,15 +40,12 @@ _REPO = re.compile(rf"{_REPO_PART}(?:/{_REPO_PART})*")
 
 
 def port(value: object) -> int:
-    """A TCP port 1-65535 (accepts the string a flag or variable gives).
-
-    ASCII digits only: ``str.isdigit`` also accepts digits such as ``٣``, which ``int``
-    reads as 3. A boolean from YAML (``port: yes``) is refused, not read as 1.
-    """
-    text = "" if isinstance(value, bool) else str(value).strip()
-    if not _PORT.fullmatch(text) or not 1 <= int(text) <= 65535:
-        raise InputError(f"invalid port {value!r}: use a whole number from 1 to 65535")
-    return int(text)
+    """A TCP port 1-65535, by bat's one rule (:mod:`bat.ports`): the string a flag or
+    variable gives, or a number; never a boolean from YAML (``port: yes``)."""
+    try:
+        return port_number(value)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 def provider(value: str) -> Provider:
@@ -83,6 +80,9 @@ def docker_registry(value: str) -> str:
         raise InputError(f"invalid Docker registry {value!r}: leave out the scheme (no http://)")
     if not _REGISTRY.fullmatch(text):
         raise InputError(f"invalid Docker registry {value!r}: expected host[:port][/path]")
+    problem = url_port_problem(f"//{text}")
+    if problem:
+        raise InputError(f"invalid Docker registry {value!r}: {problem}")
     return text
 
 

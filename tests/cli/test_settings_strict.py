@@ -150,10 +150,10 @@ def test_an_unknown_word_is_refused_before_connecting(tmp_path, home, word):
 @pytest.mark.parametrize(
     ("variable", "value", "words"),
     [
-        ("BAT_INIT_AGENT_PORT", "abc", "expected a port number (1-65535), got 'abc'"),
-        ("BAT_INIT_AGENT_PORT", "70000", "expected a port number (1-65535), got 70000"),
-        ("BAT_INIT_AGENT_PORT", "0", "got 0"),
-        ("BAT_INIT_AGENT_PORT", "", "expected a port number"),
+        ("BAT_INIT_AGENT_PORT", "abc", "'abc' is not a port number (1-65535)"),
+        ("BAT_INIT_AGENT_PORT", "70000", "'70000' is not a port number (1-65535)"),
+        ("BAT_INIT_AGENT_PORT", "0", "'0' is not a port number"),
+        ("BAT_INIT_AGENT_PORT", "", "is not a port number"),
         ("BAT_INIT_AGENT_OUTPUT_DIR", "", "is empty"),
         ("BAT_INIT_AGENT_CLIENTS", "  ", "is empty"),
         ("BAT_INIT_AGENT_MODEL", "", "is empty"),
@@ -221,8 +221,8 @@ def test_every_problem_of_every_layer_is_told_at_once(tmp_path, home):
         "(also yes/no, on/off, 1/0), got 'nah'",
         f"  - {tmp_path / 'bat.yaml'}: eval.fiel (line 2): unknown setting "
         "(did you mean 'file'?) (eval has: file, image, charts)",
-        f"  - {tmp_path / 'bat.yaml'}: init.agent.port (line 5): expected a port number "
-        "(1-65535), got 0",
+        f"  - {tmp_path / 'bat.yaml'}: init.agent.port (line 5): '0' is not a port number "
+        "(1-65535)",
         "  - environment: BAT_IMAGES_HOST (images.host): is empty (to use the default, "
         "leave the setting out or unset it)",
     ]
@@ -245,8 +245,8 @@ def test_every_problem_of_every_layer_is_told_at_once(tmp_path, home):
         ("eval:\n  run_dir: x\n", "eval.run_dir (line 2): unknown setting"),
         ("imagse:\n  host: x\n", "imagse (line 1): unknown section (did you mean 'images'?)"),
         ("project_stuff: 1\n", "project_stuff (line 1): unknown section"),
-        ("init:\n  agent:\n    port: abc\n", "init.agent.port (line 3): expected a port"),
-        ("init:\n  agent:\n    port: true\n", "init.agent.port (line 3): expected a port"),
+        ("init:\n  agent:\n    port: abc\n", "init.agent.port (line 3): 'abc' is not a port"),
+        ("init:\n  agent:\n    port: true\n", "init.agent.port (line 3): True is not a port"),
         ("init:\n  agent: {model: 4}\n", "init.agent.model (line 2): expected text, got 4"),
         ("images:\n  no_cache: 'perhaps'\n", "images.no_cache (line 2): expected true or false"),
         ("images:\n  host: [a, b]\n", "images.host (line 2): expected text, got a list"),

@@ -43,7 +43,7 @@ def test_echo_dataset_passes_every_expectation(tmp_path, bat, home):
     }
     assert failing == {}
     assert totals["passed"] == totals["attempts"] and totals["pass_at_k"] == 1.0
-    assert "episodes passed (100%)" in result.out
+    assert "episodes passed (100.0 %)" in result.out
     assert (run_dir / "agent-default" / "metrics.json").is_file()
     assert not port_answers(agent_url(project)), "the agent must be stopped"
 

@@ -182,13 +182,23 @@ def test_host_spec(text, user, host, port):
     assert (spec.user, spec.host, spec.port) == (user, host, port)
 
 
-@pytest.mark.parametrize("text", ["", "a b", "user@", "host:0", "host:99999", "ssh://host"])
+@pytest.mark.parametrize("text", ["", "a b", "user@", "ssh://host"])
 def test_bad_host_spec(text):
     with pytest.raises(
         UsageError,
         match=r"invalid host .* \(--host, images.host\): expected \[user@\]host\[:port\]",
     ):
         host_spec(text)
+
+
+@pytest.mark.parametrize("port", ["0", "99999"])
+def test_a_host_spec_port_follows_the_one_port_rule(port):
+    with pytest.raises(UsageError) as refused:
+        host_spec(f"user@host:{port}")
+    assert refused.value.message == (
+        f"invalid host 'user@host:{port}' (--host, images.host): "
+        f"'{port}' is not a port number (1-65535)"
+    )
 
 
 @pytest.mark.parametrize("text", ["1.0", "v1.2.3-4-gabc", "latest", "A_b.c-d"])

@@ -263,8 +263,8 @@ def test_empty_existing_directory_is_fine(tmp_path, bat, home):
     [
         (["9lives"], "invalid agent name"),
         (["../escape"], "invalid agent name"),
-        (["ok", "--port", "70000"], "invalid port"),
-        (["ok", "--port", "abc"], "invalid port"),
+        (["ok", "--port", "70000"], "'70000' is not a port number (1-65535)"),
+        (["ok", "--port", "abc"], "'abc' is not a port number (1-65535)"),
         (["ok", "--model-provider", "acme"], "unknown model provider"),
         (["ok", "-c", "bad name"], "invalid client name"),
         (["ok", "--model", "two words"], "invalid model name"),
@@ -485,9 +485,9 @@ def test_bad_yaml_settings_name_the_setting(tmp_path, bat, home):
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["--port", "٣"], "--port: invalid port '٣'"),
-        (["--port", "0"], "--port: invalid port '0'"),
-        (["--port", "65536"], "--port: invalid port '65536'"),
+        (["--port", "٣"], "--port: '٣' is not a port number (1-65535)"),
+        (["--port", "0"], "--port: '0' is not a port number (1-65535)"),
+        (["--port", "65536"], "--port: '65536' is not a port number (1-65535)"),
         (["--model", "x$y"], "--model: invalid model name"),
         (["-c", "a,,1b"], "--clients: invalid client name '1b'"),
         (["-c", ","], "--clients: invalid client names ',': no name between the commas"),

@@ -34,25 +34,12 @@ from bat.atomic import write_private
 from bat.dotenv import dotenv_line
 from bat.errors import InputError
 from bat.evaluation.inputs.variables import expand_like_bat_adk
+from bat.ports import port_number, port_problem, url_port_problem
 
 DEFAULT_PORT = 9900  # bat-adk's A2A_APPLICATION_DEFAULT_PORT
 PRIVACY_LEVELS = ["none", "content", "names", "full"]
 _FLOOR = re.compile(r"telemetry_privacy_floor\s*=\s*['\"](\w+)['\"]")
 _BAT_ADK = re.compile(r"""["']bat[-_]adk\b""", re.IGNORECASE)
-
-
-def port_problem(value: object) -> str | None:
-    """What is wrong with a port written in a file (a number or its digits), or None.
-
-    Only ASCII digits count (``"²".isdigit()`` is true but ``int("²")`` fails), and 0 is
-    not a port to wait on: it asks the system for any free one, which bat cannot know.
-    """
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        return f"{value!r} is not a port number (1-65535)"
-    text = str(value).strip()
-    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 65536:
-        return f"{text!r} is not a port number (1-65535)"
-    return None
 
 
 @dataclass
@@ -215,21 +202,23 @@ def _endpoint(endpoint: dict[str, Any]) -> tuple[str | None, int | None, str | N
     host = port = problem = None
     url = endpoint.get("url")
     if isinstance(url, str) and url.strip():
+        whole = url if "://" in url else f"http://{url}"
         try:
-            parts = urlsplit(url if "://" in url else f"http://{url}")
-            host = parts.hostname
-            port = parts.port
-        except ValueError:  # "${PORT}" left literal, not a number, a broken [IPv6]
-            problem = f"endpoint.url {url!r} has no port number"
-        if port == 0:  # asks the system for any free port: none bat could wait on
-            port, problem = None, f"endpoint.url {url!r} has port 0"
+            host = urlsplit(whole).hostname
+            # "${PORT}" left literal, a word, 0 (any free port: none bat could wait on)
+            wrong = url_port_problem(whole)
+        except ValueError:  # a broken [IPv6]
+            wrong = "not a URL"
+        if wrong:
+            problem = f"endpoint.url {url!r}: {wrong}"
+        else:
+            port = urlsplit(whole).port
     value = endpoint.get("port")
-    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        value = int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536:
-        port = value
-    elif value is not None:
-        problem = f"endpoint.port {value!r} is not a port number"
+    if value is not None:
+        try:
+            port = port_number(value)
+        except ValueError as exc:
+            problem = f"endpoint.port: {exc}"
     return host, port, problem if port is None else None
 
 

@@ -12,9 +12,9 @@ once, each with its key path and line, in the words of the file (never a class n
 Values mean what they say, so nothing is coerced where a YAML user could be surprised:
 a count is a whole number (``k: true`` is not 1, ``k: 2.0`` is not 2), a flag is
 ``true`` or ``false`` (not the text ``"yes"``), a timeout is a finite number of seconds
-above 0 and at most a day (not ``.inf``), a port is 1-65535, and text handed to a
-process (env maps, the command, the model names) holds no NUL character, which no
-process environment or argument can carry.
+above 0 and at most a day (not ``.inf``), a port is 1-65535 (:mod:`bat.ports`), and
+text handed to a process (env maps, the command, the model names) holds no NUL
+character, which no process environment or argument can carry.
 
 ``${VAR}`` and ``${VAR:-default}`` in ``agent_url``, ``base_url`` and the ``env`` maps are
 replaced from the shell, then the agent's ``.env`` (``variables``).
@@ -44,12 +44,12 @@ from pydantic import (
 )
 
 from bat.errors import InputError, UsageError
-from bat.evaluation.inputs.agent_settings import port_problem
 from bat.evaluation.inputs.gate_specs import GateSpec
 from bat.evaluation.inputs.variables import UnsetVariable, expand
 from bat.evaluation.log import layout
 from bat.figures import counted
-from bat.locate import dotted, line_index, validation_problems
+from bat.locate import dotted, line_index, line_of, validation_problems
+from bat.ports import port_problem, url_port_problem
 
 DEFAULT_FILE = Path("eval/eval.yaml")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -529,10 +529,10 @@ def http_url(value: str, example: str) -> str:
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             problem = f"expected an http(s) URL such as {example}"
-        elif parts.port == 0:
-            problem = "0 is not a port number (1-65535)"
-    except ValueError as exc:  # a port out of range or not a number, a broken [IPv6]
-        problem = f"not a URL: {str(exc).replace('0-65535', '1-65535')}"
+        else:
+            problem = url_port_problem(value)
+    except ValueError as exc:  # a broken [IPv6]
+        problem = f"not a URL: {exc}"
     if problem is None and any(ord(c) < 32 or ord(c) == 127 for c in value):
         problem = "contains a control character"
     if problem:
@@ -828,11 +828,6 @@ def _single_judge_path(path: tuple) -> tuple:
     return path
 
 
-def _line_of(text: str, path: tuple) -> int | None:
-    """The line of ``path`` in eval.yaml ``text``; mapped only for a problem to report."""
-    return line_index(text).get(path)
-
-
 def _model_dirs(models: list[ModelSpec], file: Path, text: str) -> list[str]:
     """A distinct folder per ``models:`` entry; real duplicates are refused.
 
@@ -846,7 +841,7 @@ def _model_dirs(models: list[ModelSpec], file: Path, text: str) -> list[str]:
     for index, model in enumerate(models):
         first = seen.setdefault(model.identity, index)
         if first != index:
-            line = _line_of(text, ("models", index))
+            line = line_of(text, ("models", index))
             where = f" (line {line})" if line else ""
             problems.append(
                 f"{file}: models[{index}]{where}: the same model as models[{first}] "
@@ -867,7 +862,7 @@ def _model_dirs(models: list[ModelSpec], file: Path, text: str) -> list[str]:
         if index in duplicates:
             continue  # said above
         if name in RESERVED_DIRS or dirs.index(name) != index:
-            line = _line_of(text, ("models", index))
+            line = line_of(text, ("models", index))
             where = f" (line {line})" if line else ""
             other = "is reserved" if name in RESERVED_DIRS else "is taken by another model"
             problems.append(f"{file}: models[{index}]{where}: the folder name {name!r} {other}")

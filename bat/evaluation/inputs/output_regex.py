@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from bat.figures import integer
+
 REGEX_TIME_LIMIT_S = 1.0  # one output_regex check, against one answer
 REGEX_MAX_LENGTH = 2000  # characters of an output_regex
 REGEX_MAX_REPEAT = 100_000  # items once counted repeats are unrolled: (?:a{100}){100} is 10,000
@@ -29,7 +31,7 @@ def check_regex(pattern: str) -> None:
         raise ValueError(f"a regular expression of at most {REGEX_MAX_LENGTH} characters")
     if repeat_weight(pattern) > REGEX_MAX_REPEAT:
         raise ValueError(
-            f"its counted repeats ({{n}}, {{m,n}}) unroll to more than {REGEX_MAX_REPEAT:,} "
+            f"its counted repeats ({{n}}, {{m,n}}) unroll to more than {integer(REGEX_MAX_REPEAT)} "
             "items; use + or * for long runs"
         )
     call = _RECURSION.search(pattern)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bat.errors import UsageError
+from bat.figures import integer
 
 _FORM = re.compile(r"^\s*(\d+|auto)\s*(?:/\s*(\d+)\s*)?$")
 MOST = 10_000  # slices: more would be one machine per episode of any real run
@@ -59,7 +60,7 @@ class Shard:
         else:
             index, total = int(index_text), int(total_text)
         if not 1 <= total <= MOST:
-            raise UsageError(f"--shard {text!r}: the number of slices is 1 to {MOST:,}")
+            raise UsageError(f"--shard {text!r}: the number of slices is 1 to {integer(MOST)}")
         if not 1 <= index <= total:
             raise UsageError(f"--shard {text!r}: the slice is 1 to {total} (counted from 1)")
         return cls(index, total)

@@ -33,6 +33,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from bat.figures import integer
+
 MARKERS = ("{{", "{%", "{#")
 # The fields of an earlier turn a template can read (``reply_text`` is belt's name of
 # ``output``).
@@ -155,7 +157,7 @@ def environment() -> Any:
                 sized = isinstance(seq, str | list | tuple) and isinstance(times, int)
                 if sized and len(seq) * times > MAX_REPEAT_CHARS:
                     raise SecurityError(
-                        f"a repetition longer than {MAX_REPEAT_CHARS:,} is not allowed"
+                        f"a repetition longer than {integer(MAX_REPEAT_CHARS)} is not allowed"
                     )
             return left * right
 

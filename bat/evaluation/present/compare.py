@@ -20,7 +20,7 @@ from bat.errors import InputError
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.summary import Summary, TaskSummary
-from bat.figures import counted
+from bat.figures import counted, number, percent, points
 from bat.terminal import safe
 
 
@@ -162,23 +162,23 @@ def render(result: dict[str, Any]) -> str:
 def _table(result: dict[str, Any]) -> str:
     a, b = result["a"], result["b"]
     lines = [
-        f"A  {a['model']} ({a['run_id']}): {a['success_percentage']:g}% of episodes passed",
-        f"B  {b['model']} ({b['run_id']}): {b['success_percentage']:g}% of episodes passed",
+        f"A  {a['model']} ({a['run_id']}): {_side_rate(a)} of episodes passed",
+        f"B  {b['model']} ({b['run_id']}): {_side_rate(b)} of episodes passed",
         "",
-        f"{'task':<40} {'A':>6} {'B':>6} {'change':>7}",
+        f"{'task':<40} {'A':>7} {'B':>7} {'change':>13}",
     ]
     for row in result["tasks"]:
         mark = {"regressed": "  ✗ regressed", "improved": "  ✓ improved"}.get(row["flip"] or "", "")
         lines.append(
-            f"{row['task_id'][:40]:<40} {_pct(row['a']):>6} {_pct(row['b']):>6} "
-            f"{_signed(row['change']):>7}{mark}"
+            f"{row['task_id'][:40]:<40} {percent(row['a']):>7} {percent(row['b']):>7} "
+            f"{points(row['change']):>13}{mark}"
         )
     lines += [
         "",
-        f"{result['paired_tasks']} tasks on both sides; "
-        f"mean change {_signed(result['mean_change'])}; "
+        f"{counted(result['paired_tasks'], 'task')} on both sides; "
+        f"mean change {points(result['mean_change'])}; "
         f"{len(result['regressed'])} regressed, {len(result['improved'])} improved; "
-        f"McNemar exact p = {result['mcnemar_p']:.4g}",
+        f"McNemar exact p = {number(result['mcnemar_p'])}",
     ]
     return "\n".join(lines)
 
@@ -204,12 +204,9 @@ def _rate(task: TaskSummary | None) -> float | None:
     return None if task is None else task.pass_rate
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.0f}%"
-
-
-def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:+.0f}%"
+def _side_rate(side: dict[str, Any]) -> str:
+    """A side's pass rate (summary.json keeps it as a percentage, as bat-cli wrote it)."""
+    return percent(side["success_percentage"] / 100)
 
 
 def regression(
@@ -223,8 +220,8 @@ def regression(
     significant = p < alpha and len(regressed) > len(improved)
     too_far = max_drop is not None and drop > max_drop
     why = (
-        f"pass rate {100 * -drop:+.1f} points; {counted(len(regressed), 'task')} regressed, "
-        f"{len(improved)} improved; McNemar p = {p:.4g}"
+        f"pass rate {points(-drop)}; {counted(len(regressed), 'task')} regressed, "
+        f"{len(improved)} improved; McNemar p = {number(p)}"
     )
     if significant:
         why += f" < {alpha:g}: a significant regression"

@@ -32,7 +32,7 @@ from bat.evaluation.log.outcome import row_outcome
 from bat.evaluation.log.run import RunRecord
 from bat.evaluation.log.summary import EpisodeRow, Metrics, Summary
 from bat.evaluation.stats import summarize
-from bat.figures import counted
+from bat.figures import counted, number
 from bat.secrets import Scrubber
 
 TaskTags = Callable[[], dict[str, frozenset[str]]]
@@ -179,7 +179,7 @@ def _answer(spec: GateSpec, scope: _Scope | str, record: RunRecord) -> GateResul
     value, why = figure_value(threshold.figure, scope, record.k)
     passed = threshold.holds(value)
     detail = why or (
-        "" if passed else f"{_shown(value)} is not {threshold.op} {threshold.threshold:g}"
+        "" if passed else f"{number(value)} is not {wanted(threshold.op, threshold.threshold)}"
     )
     return GateResult(**base, model=scope.model, value=value, passed=passed, detail=detail)
 
@@ -338,10 +338,8 @@ def table(gates: GatesFile) -> str:
     (why one failed is the error's to say: ``GateFailed`` lists each)."""
     rows = [("", "gate", "model", "value", "threshold")]
     for gate in gates.gates:
-        wanted = f"{gate.op} {gate.threshold:g}" if gate.threshold is not None else "no regression"
-        rows.append(
-            ("✓" if gate.passed else "✗", gate.name, gate.model, _shown(gate.value), wanted)
-        )
+        value, threshold = number(gate.value), wanted(gate.op, gate.threshold)
+        rows.append(("✓" if gate.passed else "✗", gate.name, gate.model, value, threshold))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
@@ -355,11 +353,11 @@ def table(gates: GatesFile) -> str:
     return "\n".join([*lines, verdict])
 
 
+def wanted(op: str, threshold: float | None) -> str:
+    """What a gate's value had to be, as its tables and messages show it: ``>= 0.8``;
+    a baseline gate without a drop allowed, "no regression"."""
+    return "no regression" if threshold is None else f"{op} {number(threshold)}"
+
+
 def _ratio(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
-
-
-def _shown(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.4g}"

@@ -30,6 +30,7 @@ from bat.evaluation.run.agent_process import AgentProcess, tail
 from bat.evaluation.run.progress import Progress
 from bat.evaluation.run.runner import EpisodeRunner, RestartBudget, plan, spread
 from bat.evaluation.run.spans import SpanIndex
+from bat.figures import seconds
 from bat.secrets import Scrubber
 
 Say = Callable[[str], None]
@@ -155,8 +156,8 @@ def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber) -
                 )
         threading.Thread(target=preload, name="bat-preload", daemon=True).start()
         for agent in agents:
-            seconds = agent.wait_ready()
-            say(f"[{record.label}] agent ready at {agent.url} after {seconds:.1f} s")
+            took = agent.wait_ready()
+            say(f"[{record.label}] agent ready at {agent.url} after {seconds(took)}")
         progress = Progress(record.label, len(work))
         budget = RestartBudget(evaluation.agent.max_restarts)
         runners = [

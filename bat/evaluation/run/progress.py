@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from bat.figures import counted
 from bat.terminal import safe
 
 
@@ -75,7 +76,7 @@ class Progress:
         left = (self.total - self.done) / rate if rate > 0 else None
         eta = _clock(left) if left is not None else "--:--"
         infra = f", {self.infra} infra" if self.infra else ""
-        errors = f", {self.agent_errors} agent errors" if self.agent_errors else ""
+        errors = f", {counted(self.agent_errors, 'agent error')}" if self.agent_errors else ""
         return (
             f"[{safe(self.label)}] {self.done}/{self.total} episodes, {self.passed} passed"
             f"{errors}{infra}, {_clock(elapsed)} elapsed, ETA {eta}"

@@ -425,7 +425,7 @@ def test_verdict_rejudges_a_batcli_run_in_its_own_format(tmp_path, bat, home):
     # The charts now read the new verdicts.
     plotted = bat("eval.plot", "-f", str(run), timeout=120)
     assert plotted.code == 0, plotted.err
-    assert "100% (20/20)" in svg_texts(run / "pass_rate.svg")
+    assert "100.0 % (20/20)" in svg_texts(run / "pass_rate.svg")
     # And so does eval.compare: against the original, t09 improved.
     compared = bat("eval.compare", "--json", str(RUN / MODEL), str(run / MODEL), cwd=project)
     assert compared.code == 0, compared.err

@@ -281,7 +281,7 @@ def test_plot_of_the_batcli_run_folder(tmp_path):
         texts = " ".join(svg_texts(run_dir / f"{name}.svg"))
         assert LABEL in texts, name
         assert "benchmark_openai-echo-model" not in texts, name
-    assert "75% (15/20)" in svg_texts(run_dir / "pass_rate.svg")
+    assert "75.0 % (15/20)" in svg_texts(run_dir / "pass_rate.svg")
     html = (run_dir / "report.html").read_text()
     assert "openai:echo-model" in html
     assert "output: missing &#39;never present&#39;" in html  # t09's verdict reason
@@ -304,7 +304,7 @@ def test_plot_of_a_batcli_run_beside_one_of_ours(tmp_path):
     assert "2 runs" in result.out
     ours = "openai:gpt-4.1-mini @ 20260101-000000-ours"
     rates = svg_texts(base / "pass_rate.svg")
-    assert "75% (15/20)" in rates and "50% (6/12)" in rates
+    assert "75.0 % (15/20)" in rates and "50.0 % (6/12)" in rates
     for name in DRAWN:
         texts = " ".join(svg_texts(base / f"{name}.svg"))
         assert LABEL in texts and ours in texts, name
@@ -361,7 +361,7 @@ def test_compare_a_batcli_run_with_one_of_ours(tmp_path):
     assert data["b"]["model"] == "openai:gpt-4.1-mini"
     text = run_bat("eval.compare", "20261201_033105", "20260102-000000-ours", cwd=tmp_path)
     assert text.code == 0, text.err
-    assert "A  openai:echo-model (20261201_033105): 75% of episodes passed" in text.out
+    assert "A  openai:echo-model (20261201_033105): 75.0 % of episodes passed" in text.out
     # Our own lookups are unchanged: an unknown run is still named with where bat looked.
     missing = run_bat("eval.compare", "no-such-run", "20260102-000000-ours", cwd=tmp_path)
     assert missing.code == 2 and "no run 'no-such-run'" in missing.err

@@ -33,6 +33,23 @@ def test_compare_lists_changes_and_flips(tmp_path):
     assert result["mcnemar_p"] == 1.0
 
 
+def test_the_table_spells_rates_and_changes_as_every_other_place(tmp_path):
+    """Percentages as the report and the console print them, changes in points."""
+    from bat.evaluation.present.compare import render
+
+    a = write_model(tmp_path / "r1" / "m", "m", {"t1": 1.0, "t2": 0.75, "only-a": 1.0})
+    b = write_model(tmp_path / "r2" / "m", "m", {"t1": 1.0, "t2": 0.25})
+    lines = render(compare(a, b)).splitlines()
+    assert lines[0].endswith(": 91.7 % of episodes passed")  # 11 of 12
+    assert lines[1].endswith(": 62.5 % of episodes passed")  # 5 of 8
+    rows = {line.split()[0]: line.split(maxsplit=1)[1] for line in lines[4:7]}
+    assert rows["t1"].split() == ["100.0", "%", "100.0", "%", "+0.0", "points"]
+    assert rows["t2"].split()[:6] == ["75.0", "%", "25.0", "%", "-50.0", "points"]
+    assert rows["only-a"].split() == ["100.0", "%", "–", "–"]
+    assert lines[-1].startswith("2 tasks on both sides; mean change -25.0 points; 1 regressed")
+    assert lines[-1].endswith("McNemar exact p = 1")
+
+
 def test_a_run_without_summaries_says_how_to_make_them(tmp_path):
     from bat.errors import InputError
     from bat.evaluation.log import run as rundir

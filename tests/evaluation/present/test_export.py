@@ -93,6 +93,8 @@ def test_junit_validates_against_the_schema_and_reads_back(made, tmp_path):
     walls = [e["trace"]["wall_time_s"] for n, e in episodes(run_dir).items() if "pass-me" in n]
     assert abs(cases["pass-me"].time - sum(walls)) < 0.002
     assert "answer: echo: hello" in cases["pass-me"].system_out
+    for wall in walls:  # each attempt's time as every other place prints one
+        assert f"(status completed, {wall:.2f} s)" in cases["pass-me"].system_out
 
     properties = {p.name: p.value for p in suite.properties()}
     totals = summary(run_dir)["totals"]
@@ -141,7 +143,8 @@ def test_markdown_is_appended_to_the_github_step_summary(made, tmp_path):
         assert f"Appended {out} to $GITHUB_STEP_SUMMARY ({step})" in result.out
     text = out.read_text(encoding="utf-8")
     assert step.read_text(encoding="utf-8") == "earlier step\n" + text + text
-    assert "| agent-default | 4/10 | 40.0 % (" in text
+    # Wilson's 95 % interval of 4 in 10, spelled as the report and the viewer spell it
+    assert "| agent-default | 4/10 | 40.0 % (16.8 % – 68.7 %) |" in text
     table = [line for line in text.splitlines() if line.startswith("|")]
     assert all(line.endswith("|") for line in table)  # no newline broke a row
     (fail_row,) = [line for line in table if "fail-me" in line]

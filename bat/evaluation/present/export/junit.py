@@ -24,6 +24,7 @@ from pathlib import Path
 from bat.evaluation.log.outcome import row_outcome
 from bat.evaluation.log.summary import EpisodeRow, TaskSummary
 from bat.evaluation.present.export.data import ModelData, RunData
+from bat.figures import counted, seconds
 
 # XML 1.0's Char production: everything else cannot appear in a document, escaped or not.
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -142,7 +143,8 @@ def _case(model: ModelData, task: TaskSummary, rows: list[EpisodeRow]) -> tuple[
             kind = f"agent_error.{kinds[0]}"
         elif kinds:
             kind = "verdict+agent_error"
-        headline = f"{len(failed)} of {len(observed)} attempts failed" if rows else "not run"
+        tried = counted(len(observed), "attempt")
+        headline = f"{len(failed)} of {tried} failed" if rows else "not run"
         element = ET.SubElement(
             case, "failure", message=_message("; ".join([headline, *lines])), type=kind
         )
@@ -155,7 +157,7 @@ def _case(model: ModelData, task: TaskSummary, rows: list[EpisodeRow]) -> tuple[
 def _attempt_line(model: ModelData, row: EpisodeRow) -> str:
     """One attempt as the CI server shows it under the test case."""
     verdict = "passed" if row_outcome(row).passed else "failed"
-    line = f"attempt {row.attempt}: {verdict} (status {row.status}, {row.wall_time_s:g} s)"
+    line = f"attempt {row.attempt}: {verdict} (status {row.status}, {seconds(row.wall_time_s)})"
     reason = model.reason(row)
     if reason:
         line += f": {reason}"

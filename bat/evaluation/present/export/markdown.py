@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.evaluation.present.export.data import RunData
-from bat.figures import counted
+from bat.figures import MISSING, counted, interval, number, percent
 
 CELL_LIMIT = 200  # characters of a reason in a table cell
 
@@ -25,10 +25,6 @@ def cell(value: object, limit: int = CELL_LIMIT) -> str:
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
-
-
-def percent(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f} %"
 
 
 class MarkdownExporter:
@@ -54,14 +50,11 @@ def render(run: RunData) -> str:
     ]
     for model in run.models:
         totals = model.summary.totals
-        interval = ""
-        if totals.success_ci95:
-            low, high = totals.success_ci95
-            interval = f" ({100 * low:.1f}–{100 * high:.1f} %)"
+        ci95 = f" ({interval(totals.success_ci95)})" if totals.success_ci95 else ""
         errors = ", ".join(f"{kind} {n}" for kind, n in totals.agent_errors.items() if n)
         lines.append(
             f"| {cell(model.label)} | {totals.passed}/{totals.attempts} "
-            f"| {totals.success_percentage:.1f} %{interval} | {percent(totals.pass_at_k)} "
+            f"| {percent(totals.success_percentage / 100)}{ci95} | {percent(totals.pass_at_k)} "
             f"| {percent(totals.pass_hat_k)} | {totals.infra_failures} "
             f"| {totals.agent_errors_total}{f' ({cell(errors)})' if errors else ''} |"
         )
@@ -109,9 +102,10 @@ def _gates(gates: dict[str, Any]) -> list[str]:
 
 
 def _number(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return "–" if value is None else str(value)
+    """A value of gates.json as written (a hand-edited file may hold anything there)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return number(value)
+    return MISSING if value is None else str(value)
 
 
 def _failed_tasks(run: RunData) -> list[str]:

@@ -35,7 +35,7 @@ from bat.evaluation.log.scores import JudgeScores
 from bat.evaluation.log.summary import EpisodeRow
 from bat.evaluation.present.plot.runs import Run, matches, task_order
 from bat.evaluation.present.plot.specs import ChartSet
-from bat.figures import counted
+from bat.figures import MISSING, counted, integer, interval, number, percent, seconds
 from bat.secrets import Scrubber
 
 REPORT_FILE = "report.html"
@@ -165,7 +165,7 @@ def _template(scrubber: Scrubber) -> Any:
 def _gates(runs: list[Run]) -> list[dict[str, Any]]:
     """The gates.json of each run folder charted, the latest run first (CI's question
     first: did this release pass?)."""
-    from bat.evaluation.present.gates import read
+    from bat.evaluation.present.gates import read, wanted
 
     folders = dict.fromkeys(
         run.folder.parent for run in runs if layout.is_run_folder(run.folder.parent)
@@ -180,10 +180,8 @@ def _gates(runs: list[Run]) -> list[dict[str, Any]]:
                 "passed": gate.passed,
                 "name": gate.name,
                 "model": gate.model,
-                "value": "n/a" if gate.value is None else f"{gate.value:.4g}",
-                "wanted": f"{gate.op} {gate.threshold:g}"
-                if gate.threshold is not None
-                else "no regression",
+                "value": number(gate.value),
+                "wanted": wanted(gate.op, gate.threshold),
                 "detail": gate.detail,
             }
             for gate in gates.gates
@@ -435,7 +433,7 @@ def _runs_table(runs: list[Run]) -> dict[str, Any]:
         hat_k,
         "agent errors",
         "infra failures",
-        "latency median / p90 / p99 (s)",
+        "latency median / p90 / p99",
         "tokens / episode",
     ]
 
@@ -444,7 +442,6 @@ def _runs_table(runs: list[Run]) -> dict[str, Any]:
 
     rows = []
     for run in runs:
-        interval = run.pass_rate_ci95
         latency = run.latency
         tokens = run.tokens_per_episode
         rows.append(
@@ -454,7 +451,7 @@ def _runs_table(runs: list[Run]) -> dict[str, Any]:
                 "episodes": str(run.episodes),
                 "passed": str(run.passed),
                 "pass_rate": percent(run.pass_rate),
-                "interval": f"{percent(interval[0])} – {percent(interval[1])}" if interval else "–",
+                "interval": interval(run.pass_rate_ci95),
                 "pass_at_k": with_k(run.pass_at_k, run.k),
                 "pass_hat_k": with_k(run.pass_hat_k, run.k),
                 "agent_errors": [f"{n} {kind}" for kind, n in run.agent_errors.items()] or ["0"],
@@ -462,7 +459,9 @@ def _runs_table(runs: list[Run]) -> dict[str, Any]:
                 "latency": " / ".join(
                     seconds(value) for value in (latency.median, latency.p90, latency.p99)
                 ),
-                "tokens": f"{tokens[0]:.0f} + {tokens[1]:.0f}" if tokens else "–",
+                "tokens": f"{integer(round(tokens[0]))} + {integer(round(tokens[1]))}"
+                if tokens
+                else MISSING,
                 "judge": [
                     score_text(run.judge[d].mean if d in run.judge else None) for d in dimensions
                 ],
@@ -497,17 +496,9 @@ def anchor(task_id: str) -> str:
     return "task-" + quote(str(task_id), safe="")
 
 
-def percent(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f} %"
-
-
-def seconds(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
-
-
 def score_text(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return "–" if value is None else str(value)
+        return MISSING if value is None else str(value)
     return f"{value:.2f}"
 
 

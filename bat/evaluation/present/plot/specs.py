@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bat.evaluation.present.plot.runs import PALETTE, Run, matches, task_order
+from bat.figures import integer, percent
 
 CHART_NAMES = ("pass_rate", "task_heatmap", "pass_hat_k", "latency", "tokens", "judge_scores")
 JUDGE_DIMENSIONS = (
@@ -47,6 +48,9 @@ LABEL_LIMIT = 60  # columns of a label drawn in a chart (a wide character, 😀 
 # Rows of the task heatmap: beyond them the renderer runs out of stack (about 1,500 tasks)
 # and nobody reads the chart anyway; a larger dataset shows its worst tasks.
 HEATMAP_TASKS = 60
+# A rate axis's tick labels, spelled as :func:`bat.figures.percent` spells a rate ("80 %",
+# with the space) but in whole percents: the renderer writes them, in its own language.
+PERCENT_TICKS = "format(datum.value * 100, '.0f') + ' %'"
 
 
 @dataclass
@@ -205,7 +209,7 @@ def _pass_rate_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
     for run in runs:
         rate, interval = run.pass_rate, run.pass_rate_ci95
         low, high = interval if interval else (None, None)
-        text = "no episodes" if rate is None else f"{rate:.0%} ({run.passed}/{run.episodes})"
+        text = "no episodes" if rate is None else f"{percent(rate)} ({run.passed}/{run.episodes})"
         rows.append({"run": run.chart_label, "rate": rate, "low": low, "high": high, "text": text})
     base = alt.Chart(alt.Data(values=rows))
     y = _run_axis(alt, runs)
@@ -213,7 +217,7 @@ def _pass_rate_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
         "rate:Q",
         title="pass rate (bar: 95 % Wilson interval)",
         scale=alt.Scale(domain=[0, 1]),
-        axis=alt.Axis(format="%"),
+        axis=alt.Axis(labelExpr=PERCENT_TICKS),
     )
     bars = base.mark_bar(color=PALETTE[0], opacity=0.85).encode(y=y, x=x)
     interval = base.mark_errorbar(ticks=True, color="#222").encode(
@@ -262,7 +266,7 @@ def _heatmap_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
             "rate:Q",
             title="pass rate",
             scale=alt.Scale(domain=[0, 1], scheme="redyellowgreen"),
-            legend=alt.Legend(format="%"),
+            legend=alt.Legend(labelExpr=PERCENT_TICKS),
         )
     )
     counts = base.mark_text(fontSize=10).encode(
@@ -276,7 +280,7 @@ def _heatmap_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
     if task_filter:
         title += f" (task ids containing {drawable(repr(task_filter))}: {shown})"
     if shown > len(tasks):
-        title += f": the {len(tasks)} of {shown:,} with the lowest pass rate"
+        title += f": the {len(tasks)} of {integer(shown)} with the lowest pass rate"
     chart = (cells + counts).properties(width=alt.Step(64), height=alt.Step(20))
     return title, chart
 
@@ -323,7 +327,10 @@ def _pass_hat_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
                 ),
             ),
             y=alt.Y(
-                "value:Q", title="pass^k", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")
+                "value:Q",
+                title="pass^k",
+                scale=alt.Scale(domain=[0, 1]),
+                axis=alt.Axis(labelExpr=PERCENT_TICKS),
             ),
             color=_run_colors(alt, with_data, _legend(alt)),
         )

@@ -46,6 +46,7 @@ from bat.errors import InputError
 from bat.evaluation.log import run as rundir
 from bat.evaluation.present.view import pages
 from bat.evaluation.present.view.watch import OUTCOMES, OUTCOMES_MANY, RunWatch
+from bat.figures import counted, number, percent, points, seconds
 
 HERE = Path(__file__).parent
 STATIC = {"view.js": "text/javascript", "view.css": "text/css", "favicon.svg": "image/svg+xml"}
@@ -98,7 +99,11 @@ def make_app(
     templates.globals.update(
         outcomes=OUTCOMES,
         outcomes_many=OUTCOMES_MANY,
-        percent=pages.percent,
+        percent=percent,
+        points=points,
+        seconds=seconds,
+        number=number,
+        counted=counted,
         as_json=pages.as_json,
     )
     watches: dict[Path, RunWatch] = {}

@@ -24,6 +24,7 @@ from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import EpisodeResult
 from bat.evaluation.log.gates import GatesFile
 from bat.evaluation.present.view.watch import OUTCOMES, Found, cell_id, outcome_of
+from bat.figures import interval, percent
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")  # a run id or a model folder's name
 
@@ -123,19 +124,6 @@ def runs_signature(folder: Path) -> str:
             except OSError:
                 continue
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-
-
-# --- figures ---------------------------------------------------------------------------------
-
-
-def percent(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f} %"
-
-
-def interval(values: list[float] | None) -> str:
-    if not values or len(values) != 2:
-        return "–"
-    return f"{percent(values[0])} – {percent(values[1])}"
 
 
 @dataclass

@@ -22,6 +22,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from bat.errors import InputError, UsageError
+from bat.ports import HIGHEST, port_problem
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -57,8 +58,9 @@ class Listening:
 
 def listen(host: str, port: int, token: str | None) -> Listening:
     """The socket the viewer will serve on, and the token it will require (if any)."""
-    if not 0 <= port <= 65535:
-        raise UsageError(f"--port {port}: give a port from 1 to 65535 (0: any free port)")
+    problem = port_problem(port, any_free=True)
+    if problem:
+        raise UsageError(f"--port: {problem}")
     token_made = False
     if token is not None and not token.strip():
         raise UsageError("--token is empty: give a token, or leave --token out")
@@ -92,7 +94,7 @@ def _bound(host: str, port: int) -> socket.socket:
 
 def next_free_port(host: str, port: int) -> int | None:
     """The first port after ``port`` nothing listens on (None: none of the next 100)."""
-    for candidate in range(port + 1, min(port + 101, 65536)):
+    for candidate in range(port + 1, min(port + 101, HIGHEST + 1)):
         try:
             _bound(host, candidate).close()
         except OSError:

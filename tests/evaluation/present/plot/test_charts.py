@@ -110,7 +110,7 @@ def test_old_and_new_folders_side_by_side(runs_dir):
         for label in labels:
             assert label in texts, (name, label)
     rates = svg_texts(runs_dir / "pass_rate.svg")
-    assert rates.count("50% (6/12)") == 3  # 6 of 12 episodes passed in every run
+    assert rates.count("50.0 % (6/12)") == 3  # 6 of 12 episodes passed in every run
     report = (runs_dir / "report.html").read_text()
     assert report.count("25.4 % – 74.6 %") == 3  # Wilson, 6 of 12, for old and new alike
     old = runs_dir / "20260101-000000-old" / "openai_gpt-4.1-mini" / "metrics.json"
@@ -139,7 +139,7 @@ def test_filter_narrows_the_heatmap_and_task_tables_only(runs_dir):
     assert not any("calc-add" in t or "search-docs" in t for t in heatmap)
     assert any("containing 'weather'" in t for t in heatmap)  # said in the title
     # Summary charts still cover every run and every task: 6 of 12 passed.
-    assert "50% (6/12)" in svg_texts(runs_dir / "pass_rate.svg")
+    assert "50.0 % (6/12)" in svg_texts(runs_dir / "pass_rate.svg")
     report = (runs_dir / "report.html").read_text()
     assert "2 of 4 tasks" in report
     assert 'id="task-weather-rome"' in report

@@ -159,11 +159,11 @@ def test_the_report_runs_table_shows_metrics_json_numbers(run):
     assert row[f"pass^{summary['k']}"] == pct(stats["pass_hat_k"])
     assert row["infra failures"] == str(stats["infra_failures"]) == "1"
     assert row["agent errors"] == "1 rate_limited"
-    assert row["latency median / p90 / p99 (s)"] == (
-        f"{wall['median']:.2f} / {wall['p90']:.2f} / {wall['p99']:.2f}"
+    assert row["latency median / p90 / p99"] == (
+        f"{wall['median']:.2f} s / {wall['p90']:.2f} s / {wall['p99']:.2f} s"
     )
     assert row["tokens / episode"] == (
-        f"{tokens['prompt_mean']:.0f} + {tokens['completion_mean']:.0f}"
+        f"{tokens['prompt_mean']:,.0f} + {tokens['completion_mean']:,.0f}"
     )
     judged = runs_table((base / "report.html").read_text(), section='<h3 id="judge-means">')
     for dimension, given in stats["judge"].items():

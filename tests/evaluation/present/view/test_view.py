@@ -202,6 +202,12 @@ def test_pages_of_a_finished_run(finished):
         assert "echo: &lt;script&gt;alert(1)&lt;/script&gt; &lt;img src=x onerror" in page
         assert "<script>alert" not in page and "<img src=x" not in page
         assert "status" in page and "passed" in page  # the verdict's check
+        trace = json.loads(
+            (run_dir / "agent-default" / "episodes" / "hostile__try1.json").read_text()
+        )["trace"]
+        # Durations as every page spells them: two decimals and the unit.
+        assert f"</b> · {trace['wall_time_s']:.2f} s" in page
+        assert f"after {trace['turns'][0]['wall_time_s']:.2f} s" in page
 
         status, headers, raw = view.get(
             f"/runs/{run_dir.name}/raw/agent-default/refused__try2.json"
@@ -346,6 +352,15 @@ def test_a_port_in_use_is_one_line_naming_a_free_one(tmp_path, home):
     suggested = int(re.search(r"--port (\d+)", lines[0])[1])
     assert f"port {port}" in lines[0] and "in use" in lines[0]
     assert suggested > port
+
+
+@pytest.mark.parametrize("port", ["70000", "-1"])
+def test_a_port_out_of_range_is_one_line_by_the_one_port_rule(tmp_path, home, port):
+    result = run_bat("eval.view", "-f", str(tmp_path), "--port", port, cwd=tmp_path)
+    assert result.code == 2
+    assert result.err.strip() == (
+        f"bat: error: --port: '{port}' is not a port number (0-65535, 0: any free port)"
+    )
 
 
 def test_a_folder_that_does_not_exist_is_an_input_error(tmp_path, home):

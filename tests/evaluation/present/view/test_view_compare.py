@@ -64,6 +64,12 @@ def test_flipped_tasks_come_first(two_runs):
     assert rows[:2] == [("goes-down", "regressed"), ("goes-up", "improved")]
     assert sorted(t for t, _ in rows[2:]) == sorted(["steady", f"odd-{XSS}"])
     assert "<b>1</b> regressed, <b>1</b> improved" in page
+    # The figures spelled as the console and the report spell them.
+    assert page.count('<td class="num">75.0 %</td>') == 2  # 3 tasks of 4 pass, both sides
+    assert "4 tasks on both sides · mean change +0.0 points" in page
+    assert "McNemar p = 1</p>" in page
+    assert '<td class="num">-100.0 points</td>' in page
+    assert '<td class="num">+100.0 points</td>' in page
     assert f'href="/runs/{earlier.name}"' in page and f'href="/runs/{later.name}"' in page
     assert "<script>alert" not in page and "odd-&lt;script&gt;" in page
 
