@@ -49,7 +49,7 @@ def test_its_commands_pass_a_good_agent_and_stop_a_bad_one(tmp_path, answer, exp
     env = {"HOME": str(tmp_path / "home"), "GITHUB_STEP_SUMMARY": str(summary_page), "CI": "1"}
     codes = []
     for args in bat_steps():
-        result = run_bat(*args, cwd=project, env=env, timeout=120)
+        result = run_bat(*args, cwd=project, env=env, timeout=120, charts=True)
         codes.append(result.code)
         if result.code not in (0, expected):
             pytest.fail(f"bat {' '.join(args)} -> {result.code}\n{result.out}\n{result.err}")

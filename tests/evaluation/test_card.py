@@ -72,7 +72,7 @@ def test_the_card_records_what_the_run_measured(tmp_path, bat, home):
         }
 
     edit_config(project, configure)
-    result = bat("eval.run", cwd=project, env={"JUDGE_KEY": JUDGE_KEY}, timeout=120)
+    result = bat("eval.run", cwd=project, env={"JUDGE_KEY": JUDGE_KEY}, timeout=120, charts=True)
     assert result.code == 0, result.err
     (run_dir,) = run_dirs(project)
     text = (run_dir / "card.json").read_text()

@@ -129,7 +129,14 @@ def sharded(tmp_path_factory):
 def test_merged_shards_equal_the_unsharded_run_episode_by_episode(sharded, bat):
     root, _home, unsharded, shards = sharded
     target = root / "merged"
-    result = bat("eval.merge", *map(str, reversed(shards)), "-o", str(target), cwd=root / "whole")
+    result = bat(
+        "eval.merge",
+        *map(str, reversed(shards)),
+        "-o",
+        str(target),
+        cwd=root / "whole",
+        charts=True,
+    )
     assert result.code == 0, result.out + result.err
     (merged,) = run_dirs_in(target)
     assert episodes_of(merged) == episodes_of(unsharded)  # every field that is the agent's

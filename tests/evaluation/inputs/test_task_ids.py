@@ -74,7 +74,7 @@ def test_ids_whose_safe_names_collide_keep_every_episode_and_exotic_ids_chart(tm
     emoji = "😀" * 60  # once an 867-character JavaScript stack from the renderer
     ids = ["a/b", "a_b-c14cddc0", "a_b", "a b", emoji, "👩‍💻 done", "中文任务", "x" * 200]
     project = make_project(tmp_path / "p", [task(i) for i in ids])
-    result = bat("eval.run", cwd=project, timeout=180)
+    result = bat("eval.run", cwd=project, timeout=180, charts=True)
     assert result.code == 0, result.err
     assert "could not be rendered" not in result.out
     (run_dir,) = run_dirs(project)
@@ -176,7 +176,7 @@ def test_an_old_run_folder_with_control_characters_in_ids_still_plots(tmp_path, 
     assert (output / "report.html").is_file()
 
     # and a new run in the same folder (which plots every run there) is not held up by it
-    result = bat("eval.run", cwd=project, timeout=180)
+    result = bat("eval.run", cwd=project, timeout=180, charts=True)
     assert result.code == 0, result.err
     assert "could not be rendered" not in result.out
     assert {"today", "a\\x1bb"} <= set(svg_texts(output / "task_heatmap.svg"))

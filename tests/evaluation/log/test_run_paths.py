@@ -49,7 +49,9 @@ def finished_project(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("finished")
     (base / "home").mkdir()
     project = make_project(base / "p", TASKS)
-    result = run_bat("eval.run", cwd=project, env={"HOME": str(base / "home")}, timeout=120)
+    result = run_bat(
+        "eval.run", cwd=project, env={"HOME": str(base / "home")}, timeout=120, charts=True
+    )
     assert result.code == 0, result.err
     config = yaml.safe_load((project / "eval/eval.yaml").read_text())
     config["evaluation"]["qualitative"] = True  # eval.judge gets as far as the run folder
@@ -133,7 +135,7 @@ def test_an_episode_folder_linked_out_of_the_run_is_refused(project, tmp_path, b
         ["eval.plot"],
     ):
         before = fingerprint(outside)
-        result = bat(*args, cwd=project)
+        result = bat(*args, cwd=project, charts=True)
         assert result.code == 2, (args, result.out, result.err)
         assert result.err.startswith(f"bat: error: {episodes}")  # named, as a link or
         assert "is a symbolic link" in result.err or "leads outside" in result.err  # its file

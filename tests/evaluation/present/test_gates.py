@@ -37,8 +37,8 @@ DIMENSIONS = (
 )
 
 
-def bat(*args, cwd, **env):
-    return run_bat(*args, cwd=cwd, env={"HOME": str(cwd / ".home"), **env})
+def bat(*args, cwd, charts=False, **env):
+    return run_bat(*args, cwd=cwd, env={"HOME": str(cwd / ".home"), **env}, charts=charts)
 
 
 def gates_of(run_dir):
@@ -174,7 +174,13 @@ def test_eval_run_chains_the_gate_before_the_charts_and_export_and_exits_last(tm
     project = make_project(tmp_path / "p", TASKS, k=1)
     set_gates(project, ["pass_rate >= 0.9"])
     result = bat(
-        "eval.run", "--gate", "pass_hat_1 >= 0.5", "--export", "junit:out/junit.xml", cwd=project
+        "eval.run",
+        "--gate",
+        "pass_hat_1 >= 0.5",
+        "--export",
+        "junit:out/junit.xml",
+        cwd=project,
+        charts=True,
     )
     assert result.code == 1, result.err
     lines = result.out.splitlines()

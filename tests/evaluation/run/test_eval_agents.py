@@ -119,7 +119,7 @@ def test_every_binding_reads_answers_and_failures_alike(
     tmp_path, bat, home, agent_env, binding, kinds
 ):
     project = make_project(tmp_path, TASKS, agent_env=agent_env, concurrency=4)
-    result = bat("eval.run", cwd=project)
+    result = bat("eval.run", cwd=project, charts=True)
     assert result.code == 0, result.out + result.err
     (run_dir,) = run_dirs(project)
     found = {name.removesuffix("__try1.json"): e for name, e in episodes(run_dir).items()}

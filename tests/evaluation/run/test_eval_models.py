@@ -28,7 +28,7 @@ def test_a_model_that_cannot_start_does_not_stop_the_next(tmp_path, bat, home):
         "openai:fine",
     ]
     project = make_project(tmp_path, WHICH, models=models)
-    result = bat("eval.run", cwd=project)
+    result = bat("eval.run", cwd=project, charts=True)
     assert result.code == 3, result.out + result.err
     assert "openai:broken could not be evaluated" in result.err
     (run_dir,) = run_dirs(project)

@@ -142,13 +142,16 @@ def finished(tmp_path_factory) -> tuple[Path, Path, Path]:
     return finished_run(tmp_path_factory.mktemp("view"), TASKS, k=2)
 
 
-def finished_run(root: Path, tasks: list[dict], codes=(0,), **settings) -> tuple[Path, Path, Path]:
+def finished_run(
+    root: Path, tasks: list[dict], codes=(0,), charts=False, **settings
+) -> tuple[Path, Path, Path]:
     """A project under ``root`` with one run of ``tasks`` made by a real ``bat eval.run``
-    (ending with one of ``codes``): the project, the run and the HOME it ran with."""
+    (ending with one of ``codes``; its charts drawn when ``charts``): the project, the run
+    and the HOME it ran with."""
     home = root / "home"
     home.mkdir()
     project = make_project(root / "p", tasks, **settings)
-    result = run_bat("eval.run", cwd=project, env={"HOME": str(home)}, timeout=180)
+    result = run_bat("eval.run", cwd=project, env={"HOME": str(home)}, timeout=180, charts=charts)
     assert result.code in codes, result.err
     (run_dir,) = run_dirs(project)
     return project, run_dir, home

@@ -22,7 +22,7 @@ MANY += [{"id": f"t{n:03}", "turns": ["FAIL: late"], "expected": {}} for n in (1
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory) -> tuple[Path, Path, Path]:
-    return finished_run(tmp_path_factory.mktemp("view-scale"), MANY, concurrency=16)
+    return finished_run(tmp_path_factory.mktemp("view-scale"), MANY, concurrency=16, charts=True)
 
 
 def cells(page: str) -> list[str]:
