@@ -49,6 +49,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         compileall.compile_dir(REPO / folder, quiet=1, workers=1)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests of the Docker engine (tests/images/) run on one worker, one after the
+    other: they share the engine, its registries and the stand-in base images."""
+    for item in items:
+        if "images" in item.path.relative_to(REPO / "tests").parts[:1]:
+            item.add_marker(pytest.mark.xdist_group("docker"))
+
+
 @dataclass
 class Result:
     """What one ``bat`` run printed and returned."""
