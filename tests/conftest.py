@@ -49,11 +49,23 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         compileall.compile_dir(REPO / folder, quiet=1, workers=1)
 
 
+# What a test module uses when it builds on the Docker engine (tests/imagekit.py and
+# the base images of tests/agent_image.py and tests/python_slim.py).
+_ENGINE_HELPERS = ("tests.imagekit", "tests.agent_image", "tests.python_slim")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests of the Docker engine (tests/images/) run on one worker, one after the
-    other: they share the engine, its registries and the stand-in base images."""
+    """The tests that build on the Docker engine run on one worker, one after the other:
+    they share the engine, its registries and the stand-in base images, and two builds of
+    one Dockerfile share cache layers that removing one's image takes from the other."""
     for item in items:
-        if "images" in item.path.relative_to(REPO / "tests").parts[:1]:
+        module = getattr(item, "module", None)
+        used = set()
+        for value in vars(module).values():  # the helpers' functions, or the modules
+            used |= {getattr(value, "__module__", None), getattr(value, "__name__", None)}
+        if "images" in item.path.relative_to(REPO / "tests").parts[:1] or used & set(
+            _ENGINE_HELPERS
+        ):
             item.add_marker(pytest.mark.xdist_group("docker"))
 
 

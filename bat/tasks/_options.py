@@ -47,6 +47,14 @@ class BatTask(Task):
         self.variadic = variadic
         self.optional_positional = optional_positional
         self.stage = stage
+        self._whole_help = dict(self.help)
+
+    def get_arguments(self, ignore_unknown_help: bool | None = None) -> list[Any]:
+        """Invoke's arguments of the task, each with its help. Invoke takes the help out of
+        the task as it builds them, so a second program run in the same process (a test,
+        another tool's) would show options without their help: each build starts whole."""
+        self.help = dict(self._whole_help)
+        return super().get_arguments(ignore_unknown_help)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         config = getattr(args[0], "config", None) if args else None
