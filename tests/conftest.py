@@ -55,9 +55,13 @@ _ENGINE_HELPERS = ("tests.imagekit", "tests.agent_image", "tests.python_slim")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests that build on the Docker engine run on one worker, one after the other:
-    they share the engine, its registries and the stand-in base images, and two builds of
-    one Dockerfile share cache layers that removing one's image takes from the other."""
+    """Which tests run on one worker, one after the other (``--dist loadgroup``).
+
+    The tests that build on the Docker engine: they share the engine, its registries and
+    the stand-in base images, and two builds of one Dockerfile share cache layers that
+    removing one's image takes from the other. And the tests of a module that shares a
+    finished run (a module-scoped fixture of its own): on several workers, each would
+    make that run again."""
     for item in items:
         module = getattr(item, "module", None)
         used = set()
@@ -67,6 +71,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             _ENGINE_HELPERS
         ):
             item.add_marker(pytest.mark.xdist_group("docker"))
+        elif _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        definition.scope == "module" and definition.baseid == item.nodeid.split("::")[0]
+        for definitions in info.name2fixturedefs.values()
+        for definition in definitions
+    )
 
 
 @dataclass
