@@ -7,20 +7,26 @@ cProfile of 2,000 episodes), and that walk grows with the concurrency, so 64 epi
 once ran slower than 16. This pool keeps one stack of idle connections per origin and
 takes the most recently used live one.
 
-The bytes on the wire are h11's (the HTTP/1.1 state machine httpcore itself is built on),
-over asyncio's streams: the pool only moves bytes between the socket and an
-``h11.Connection`` per connection. A parser of bat's own read only the framing it had
-been written for: a bare-LF reply hung until the turn's timeout, two different
-``Content-Length`` headers or a negative one were taken as they came (and a wrong length
-left bytes that poisoned the connection's next request), and folded header lines were
-refused. h11 follows RFC 9112 in all of these.
+The bytes on the wire are h11's (the HTTP/1.1 state machine httpcore itself is built
+on): each connection is an asyncio protocol that feeds what arrives to its own
+``h11.Connection``, and the pool only moves bytes and events between the two. The parser
+of bat's own that this replaced read only the framing it had been written for: a bare-LF
+reply hung until the turn's timeout, two different ``Content-Length`` headers or a
+negative one were taken as they came (a wrong length left bytes that poisoned the
+connection's next request), an unasked ``101`` was taken for a reply, and folded header
+lines were refused. h11 reads them as RFC 9112 says; the one place it would wait forever
+(chunk-size lines ended by a bare LF) is caught here and refused.
 
-Why this and not another maintained transport, by measurement (``benchmarks/scale.py``,
-bat's CPU per episode; docs/scaling.md has the figures): h11 under this pool costs
-about 10 % more CPU per episode than the hand-written parser it replaced; httpx-aiohttp
-(aiohttp's C parser and pool under httpx) cost 1.10–1.17× and no faster a rate, a new
-dependency with its own pool and none of the ``trace`` events below; httpx's own pool
-3–5.6×.
+Why h11 under this pool rather than a maintained transport, by measurement
+(docs/scaling.md has the figures and the commands): h11 costs about a tenth more of
+bat's CPU per episode than that parser did (1.07-1.12x, medians of rounds alternating
+both pools in one process; separate ``benchmarks/scale.py`` runs, noisier on a shared
+machine, 1.02-1.45x), where httpx's own pool cost 3-5.6x (a design review's figure).
+httpx-aiohttp (aiohttp's pool and C parser under httpx) measured no cheaper than this
+pool within the noise (the review had 1.10-1.17x), but would bring aiohttp in as a
+dependency, has none of the ``trace`` events below, and maps a server that disconnected
+(or reset the connection) to ``ConnectTimeout``: the adapter would count a keep-alive
+race as an agent that cannot be reached, and never resend it.
 
 What it keeps of httpcore's behaviour, because the adapter relies on it:
 
@@ -35,7 +41,9 @@ What it keeps of httpcore's behaviour, because the adapter relies on it:
 * idle connections are dropped after ``keepalive_expiry`` seconds and never reused when
   the server has closed them; ``max_keepalive=0`` opens a new connection for every
   request. A connection goes back to the pool only when h11 says both sides finished
-  their message cleanly: one that failed, was left unread, or was told to close is closed.
+  their message cleanly and nothing came after the reply; one that failed, was left
+  unread, was told to close, or heard a byte while idle is closed, so a malformed reply
+  never reaches the next request.
 
 What it leaves out: TLS (``https://`` stays on httpx's transport), proxies, HTTP/2 and a
 cap on the number of connections (the runner's concurrency is the cap).
