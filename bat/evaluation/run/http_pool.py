@@ -21,7 +21,7 @@ Why h11 under this pool rather than a maintained transport, by measurement
 (docs/scaling.md has the figures and the commands): h11 costs about a tenth more of
 bat's CPU per episode than that parser did (1.07-1.12x, medians of rounds alternating
 both pools in one process; separate ``benchmarks/scale.py`` runs, noisier on a shared
-machine, 1.02-1.45x), where httpx's own pool cost 3-5.6x (a design review's figure).
+machine, 0.96-1.45x), where httpx's own pool cost 3-5.6x (a design review's figure).
 httpx-aiohttp (aiohttp's pool and C parser under httpx) measured no cheaper than this
 pool within the noise (the review had 1.10-1.17x), but would bring aiohttp in as a
 dependency, has none of the ``trace`` events below, and maps a server that disconnected
