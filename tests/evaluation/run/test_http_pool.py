@@ -5,6 +5,7 @@ Each server here is a few lines of asyncio written for the case; the pool is rea
 through a real ``httpx.AsyncClient``, as the adapter uses it."""
 
 import asyncio
+import contextlib
 
 import httpx
 import pytest
@@ -102,26 +103,39 @@ def test_a_connection_is_kept_alive_and_reused_and_only_a_new_one_is_traced():
 @given(
     pieces=st.lists(st.binary(min_size=1, max_size=3000), max_size=6),
     framing=st.sampled_from(["chunked", "length", "close"]),
+    eol=st.sampled_from([b"\r\n", b"\n"]),
+    folded=st.booleans(),
 )
-def test_every_framing_of_a_body_reads_back_the_same_bytes(pieces, framing):
+def test_every_framing_of_a_body_reads_back_the_same_bytes(pieces, framing, eol, folded):
+    """Each reply in any spelling RFC 9112 lets a client accept (CRLF or bare LF, a
+    folded header line), the server keeping the connection open: a hang would show as
+    the read timeout."""
     whole = b"".join(pieces)
 
     def respond(n, body):
         if framing == "chunked":
-            return chunked(pieces)
-        if framing == "length":
-            return sized(whole)
-        return b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n" + whole  # ends at the close
+            reply = chunked(pieces)
+        elif framing == "length":
+            reply = sized(whole)
+        else:  # ends at the close
+            reply = b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n" + whole
+        head, _, rest = reply.partition(b"\r\n\r\n")
+        if folded:
+            head += b"\r\nx-folded: one\r\n  two"
+        # a bare LF may end the status and header lines, not the chunks' (RFC 9112 2.2)
+        return head.replace(b"\r\n", eol) + eol + eol + rest
 
     async def main():
         server = Server(respond)
-        async with server as url, client() as http:
-            first = (await http.get(url)).content
-            second = (await http.get(url)).content
+        async with server as url, client(timeout=httpx.Timeout(5.0, read=2.0)) as http:
+            first = await http.get(url)
+            second = await http.get(url)
         return first, second, server.connections
 
     first, second, connections = run(main())
-    assert first == second == whole
+    assert first.content == second.content == whole
+    if folded:
+        assert first.headers["x-folded"] == "one two"
     # only a body that ends with the close costs a connection per request
     assert connections == (2 if framing == "close" else 1)
 
@@ -206,7 +220,8 @@ def test_interim_replies_are_skipped_and_bodiless_replies_end_at_once():
     async def main():
         server = Server(
             lambda n, body: (
-                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nhi"
+                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n"
+                b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nhi"
                 if n == 1
                 else b"HTTP/1.1 204 No Content\r\n\r\n"
             )
@@ -298,3 +313,212 @@ def test_a_closed_pool_refuses_requests_and_closes_its_connections():
         return idle, len(transport._open)
 
     assert run(main()) == (1, 0)
+
+
+# --- real-world framing, right and wrong ---------------------------------------------------
+
+QUICK = httpx.Timeout(5.0, read=2.0)  # a hang shows as a ReadTimeout, not a stuck test
+
+
+def test_a_bare_lf_reply_is_read_and_its_connection_kept():
+    async def main():
+        server = Server(lambda n, body: b"HTTP/1.1 200 OK\nContent-Length: 2\n\nok")
+        async with server as url, client(timeout=QUICK) as http:
+            texts = [(await http.get(url)).text for _ in range(2)]
+        return texts, server.connections
+
+    assert run(main()) == (["ok", "ok"], 1)
+
+
+def test_folded_header_lines_are_joined():
+    reply = b"HTTP/1.1 200 OK\r\nx-note: one\r\n two\r\n\tthree\r\ncontent-length: 2\r\n\r\nok"
+
+    async def main():
+        async with Server(lambda n, body: reply) as url, client(timeout=QUICK) as http:
+            return await http.get(url)
+
+    response = run(main())
+    assert (response.text, response.headers["x-note"]) == ("ok", "one two three")
+
+
+def test_a_chunked_reply_with_extensions_and_trailers_is_read_and_its_connection_kept():
+    reply = (
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ntrailer: x-sum\r\n\r\n"
+        b"5;name=value\r\nhello\r\n1\r\n \r\n5;a;b=c\r\nworld\r\n"
+        b"0\r\nx-sum: 11\r\nx-more: yes\r\n\r\n"
+    )
+
+    async def main():
+        server = Server(lambda n, body: reply)
+        async with server as url, client(timeout=QUICK) as http:
+            texts = [(await http.get(url)).text for _ in range(2)]
+        return texts, server.connections
+
+    assert run(main()) == (["hello world"] * 2, 1)
+
+
+MALFORMED = {
+    "two different Content-Length": (
+        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 5\r\n\r\nokabc"
+    ),
+    "a negative Content-Length": b"HTTP/1.1 200 OK\r\ncontent-length: -1\r\n\r\nok",
+    "101 Switching Protocols, unasked": (
+        b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n"
+    ),
+    "chunk lines ending in a bare LF": (
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\nok\n0\n\n"
+    ),
+    "a chunk longer than its size": (
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nokay\r\n0\r\n\r\n"
+    ),
+    "not HTTP": b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+}
+
+
+@pytest.mark.parametrize("reply", MALFORMED.values(), ids=MALFORMED.keys())
+def test_a_malformed_reply_is_a_remote_protocol_error_and_the_next_request_still_works(reply):
+    """The server keeps the connection open after its malformed reply: the error must
+    come from the bytes, not from a timeout, and the pool must not use that connection
+    again (its next reply would be read from the middle of this one)."""
+
+    async def main():
+        server = Server(lambda n, body: reply if n == 1 else sized(b"fine"))
+        async with server as url, client(timeout=QUICK) as http:
+            with pytest.raises(httpx.RemoteProtocolError):
+                await http.get(url)
+            after = await http.get(url)
+        return after.text, server.connections
+
+    assert run(main()) == ("fine", 2)
+
+
+def test_bytes_after_a_reply_are_never_read_as_the_next_reply():
+    """Bytes the server sends that no request asked for, with a reply or while the
+    connection is idle: the next request goes on a new connection and gets its own reply."""
+    forged = b"HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nforged"
+
+    async def main():
+        texts = []
+        for late in (False, True):
+            served = []
+
+            async def serve(reader, writer, late=late, served=served):
+                served.append(1)
+                await reader.readuntil(b"\r\n\r\n")
+                writer.write(sized(b"reply %d" % len(served)) + (b"" if late else forged))
+                await writer.drain()
+                if late:
+                    await asyncio.sleep(0.05)
+                    writer.write(forged)  # into the idle connection
+                with contextlib.suppress(ConnectionError):
+                    await reader.read()  # held open until the client closes it
+
+            server = await asyncio.start_server(serve, "127.0.0.1", 0)
+            url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+            async with client(timeout=QUICK) as http:
+                first = await http.get(url)
+                await asyncio.sleep(0.2)
+                second = await http.get(url)
+            server.close()
+            texts.append((first.text, second.text, len(served)))
+        return texts
+
+    assert run(main()) == [("reply 1", "reply 2", 2)] * 2
+
+
+STATUS_LINES = [
+    b"HTTP/1.1 200 OK",
+    b"HTTP/1.0 200 OK",
+    b"HTTP/1.1 100 Continue",
+    b"HTTP/1.1 101 Switching Protocols",
+    b"HTTP/1.1 204 No Content",
+    b"HTTP/1.1 304 Not Modified",
+    b"HTTP/1.1 099 Low",
+    b"HTTP/2 200",
+    b"HTTP/1.1 200",
+]
+HEADER_LINES = [
+    b"content-length: 2",
+    b"content-length: 0",
+    b"content-length: -1",
+    b"content-length: 2, 2",
+    b"content-length: 99999999999999999999",
+    b"transfer-encoding: chunked",
+    b"transfer-encoding: gzip, chunked",
+    b"transfer-encoding: identity",
+    b"connection: close",
+    b"connection: keep-alive",
+    b"content-encoding: gzip",
+    b"x-h: v",
+    b" folded",
+    b"no colon",
+]
+BODY_PARTS = [b"2", b"2;ext=1", b"0", b"ok", b"", b"HTTP/1.1 200 OK", b"content-length: 6"]
+# each line's end: mostly one that HTTP/1.1 allows, sometimes a broken one
+LINE_ENDS = st.sampled_from([b"\r\n", b"\r\n", b"\n", b"\n", b"\r", b""])
+
+
+def _lines(choices: list[bytes], max_size: int):
+    line = st.sampled_from(choices) | st.binary(max_size=12)
+    return st.lists(st.tuples(line, LINE_ENDS), max_size=max_size).map(
+        lambda pairs: b"".join(text + end for text, end in pairs)
+    )
+
+
+# reply-shaped bytes (a status line, header lines, a blank line, a body), or any bytes
+REPLIES = st.one_of(
+    st.tuples(
+        st.sampled_from(STATUS_LINES),
+        LINE_ENDS,
+        _lines(HEADER_LINES, 3),
+        LINE_ENDS,
+        _lines(BODY_PARTS, 4),
+    ).map(b"".join),
+    st.binary(max_size=200),
+)
+
+
+@hsettings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(reply=REPLIES, hold=st.booleans())
+def test_any_reply_bytes_give_a_response_or_an_httpx_error_and_never_poison_the_pool(reply, hold):
+    """Whatever bytes answer the first request (the server then closing the connection,
+    or holding it open): a response or an httpx error, in time; and the next request on
+    the same pool gets the server's real reply."""
+
+    async def main():
+        first_served = asyncio.Event()
+
+        async def serve(reader, writer):
+            try:
+                while True:
+                    await reader.readuntil(b"\r\n\r\n")
+                    if first_served.is_set():
+                        writer.write(sized(b"fine"))
+                    else:
+                        first_served.set()
+                        writer.write(reply)
+                        if not hold:
+                            break
+                    await writer.drain()
+            except (asyncio.IncompleteReadError, ConnectionError):
+                pass
+            finally:
+                writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        async with client() as http, asyncio.timeout(10):
+            try:  # an incomplete reply held open: a ReadTimeout, after 0.1 s
+                response = await http.get(url, timeout=httpx.Timeout(5.0, read=0.1))
+                outcome = response.status_code
+            except httpx.HTTPError as exc:
+                outcome = type(exc)
+            if not hold:
+                await asyncio.sleep(0.02)  # the close reaches the client (no keep-alive race)
+            second = await http.get(url, timeout=QUICK)
+        server.close()
+        return outcome, second.text
+
+    outcome, second = run(main())
+    assert isinstance(outcome, int) or issubclass(outcome, httpx.HTTPError)
+    assert second == "fine"
