@@ -54,6 +54,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 _ENGINE_HELPERS = ("tests.imagekit", "tests.agent_image", "tests.python_slim")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Which tests run on one worker, one after the other (``--dist loadgroup``).
 

@@ -918,6 +918,18 @@ BOMB = fk.alias_bomb(9, 9)
         ("project/settings.yaml", BOMB + "images: {version: *a8}\n"),
         ("project/.env", "PORT=9901\nMODEL=caf\xe9\n"),
     ],
+    # Short names: pytest puts a test's name in PYTEST_CURRENT_TEST, which bat inherits,
+    # and one variable of 128 kB or more cannot start a process at all.
+    ids=[
+        "eval.yaml-alias-bomb",
+        "eval.yaml-dev-zero",
+        "tasks.json-deep",
+        "bat.yaml-alias-bomb",
+        "home-bat.yaml-alias-bomb",
+        "home-bat.yaml-latin-1",
+        "settings.yaml-alias-bomb",
+        "env-latin-1",
+    ],
 )
 def test_console_script(base, where, text):
     """The real ``bat`` process on the inputs that can take a whole machine (alias bombs,
