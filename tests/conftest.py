@@ -18,17 +18,17 @@ import compileall
 import contextlib
 import io
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import traceback
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tests.fuzzkit import Hang, time_limit
 
 # Property tests run the same examples on every machine unless asked to explore, so CI is
 # deterministic and a failure seen once is seen again: HYPOTHESIS_PROFILE=explore draws new
@@ -96,11 +96,6 @@ class Result:
     err: str
 
 
-class TimeLimit(BaseException):
-    """Raised in the program by the alarm: a BaseException, so no ``except Exception`` of
-    bat's can take a hang for an accepted input."""
-
-
 def run_bat(
     *args: str,
     cwd: Path | None = None,
@@ -131,13 +126,13 @@ def run_bat(
     from bat.cli.program import BatProgram
 
     out, err = _Stream(), _Stream()
-    with _as_a_process(args, cwd, env), _time_limit(timeout):
+    with _as_a_process(args, cwd, env), time_limit(timeout):
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 code = BatProgram().run(["bat", *args], exit=False)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
-        except TimeLimit:
+        except Hang:  # a BaseException: no except Exception of bat's takes it for an answer
             raise subprocess.TimeoutExpired(["bat", *args], timeout) from None
         except Exception:  # what a user would see: a traceback on stderr, status 1
             err.write(traceback.format_exc())
@@ -169,22 +164,6 @@ def _as_a_process(args: tuple[str, ...], cwd: Path | None, env: dict[str, str] |
         os.environ.clear()
         os.environ.update(saved_env)
         tempfile.tempdir = saved_tempdir
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    """:class:`TimeLimit` in this (main) thread after ``seconds``."""
-
-    def alarm(signum: int, frame: object) -> None:
-        raise TimeLimit(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture
