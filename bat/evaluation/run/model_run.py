@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -184,6 +185,11 @@ def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber) -
                 runner.name = f"replica {n}"
         try:
             asyncio.run(spread(runners, work) if len(runners) > 1 else runners[0].run(work))
+            # The episodes' connections (transports and protocols refer to each other) are
+            # freed now. Left to the cyclic collector, a transport's __del__ ran at some
+            # moment of a later stage, and a Ctrl-C landing in it was printed as "Exception
+            # ignored" and lost.
+            gc.collect()
         except BaseException:
             progress.abandon()
             raise
