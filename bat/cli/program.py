@@ -318,13 +318,19 @@ def exit_now(code: int) -> NoReturn:
     if code == 130 and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
+        # RuntimeError: a Ctrl-C handled inside this very flush flushes again (reentrant).
+        with contextlib.suppress(OSError, ValueError, RuntimeError):
             stream.flush()
     os._exit(code)
 
 
 def _interrupted_at_exit(signum, frame) -> None:
-    print(error_line(INTERRUPTED), file=sys.stderr)
+    """Ctrl-C after the work is done, most likely while a full pipe holds the last flush:
+    the line goes straight to file descriptor 2, since the buffered stream may be the one
+    being flushed (Python runs the handler inside that flush)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        os.write(2, (error_line(INTERRUPTED) + "\n").encode("utf-8", "replace"))
     exit_now(130)
 
 

@@ -3,12 +3,16 @@
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import tomllib
 
 import pytest
 
+from bat.cli.program import INTERRUPTED
+from bat.errors import error_line
 from tests.conftest import REPO
 
 COMMANDS = ["init.agent", "add.client", "set.env", "version"]
@@ -279,3 +283,34 @@ def test_invokes_own_loaders_read_nothing(home, tmp_path, monkeypatch):
         assert seen.run.echo is False
     config.load_overrides({"init": {"agent": {"port": 4}}})
     assert config.clone().init.agent.port == 4
+
+
+EXIT_WITH_A_FULL_PIPE = """
+import sys
+from bat.cli import program
+sys.stdout = open(1, "w", buffering=2_000_000, closefd=False)  # held until the last flush
+sys.stdout.write("x" * 1_000_000)
+print("ready", file=sys.stderr, flush=True)
+program.BatProgram.status_of_run = lambda self, argv: 0
+program.BatProgram().run(["bat"])
+"""
+
+
+def test_ctrl_c_inside_the_last_flush_is_130_and_one_line():
+    """Ctrl-C while the final flush waits on a full stdout pipe: Python runs the handler
+    inside that flush, whose own print and flush were once a reentrant-call traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", EXIT_WITH_A_FULL_PIPE],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr.readline() == "ready\n"
+    time.sleep(0.3)  # the flush of 1 MB into a 64 KB pipe nobody reads is blocked by now
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines() == [error_line(INTERRUPTED)]
+    assert 0 < len(out) <= 1_000_000
