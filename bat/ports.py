@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from bat.numbers import whole_number
+
 HIGHEST = 65535
 _SHOWN = 40  # characters of a refused value quoted in the message
 
@@ -29,11 +31,9 @@ def port_problem(value: object, *, any_free: bool = False) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int | str):
         return f"{_shown(repr(value))} is not a port number ({wanted})"
     text = str(value).strip()
-    digits = text.lstrip("0") or "0"
-    # The length first: int() of thousands of digits is slow, or refused outright.
-    if not (text.isascii() and text.isdigit() and len(digits) <= 5) or not (
-        lowest <= int(digits) <= HIGHEST
-    ):
+    try:
+        whole_number(text, lowest=lowest, highest=HIGHEST)
+    except ValueError:
         return f"{_shown(repr(text))} is not a port number ({wanted})"
     return None
 
@@ -43,7 +43,7 @@ def port_number(value: object, *, any_free: bool = False) -> int:
     problem = port_problem(value, any_free=any_free)
     if problem:
         raise ValueError(problem)
-    return int(str(value).strip())
+    return whole_number(str(value), lowest=0)
 
 
 def url_port_problem(url: str) -> str | None:

@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
         "bat.secrets",
         "bat.dotenv",
         "bat.ports",
+        "bat.numbers",
         "bat.version",
         "bat.uv_binary",
     ),

@@ -32,8 +32,9 @@ from typing import Any
 
 from bat.errors import UsageError
 from bat.figures import integer
+from bat.numbers import whole_number
 
-_FORM = re.compile(r"^\s*(\d+|auto)\s*(?:/\s*(\d+)\s*)?$")
+_FORM = re.compile(r"^\s*([0-9]+|auto)\s*(?:/\s*([0-9]+)\s*)?$", re.ASCII)
 MOST = 10_000  # slices: more would be one machine per episode of any real run
 
 
@@ -51,18 +52,19 @@ class Shard:
         env = os.environ if env is None else env
         found = _FORM.match(text or "")
         if not found:
-            raise UsageError(f"--shard {text!r}: expected I/N (e.g. 2/4), auto or auto/N")
+            raise UsageError(f"--shard {_shown(text)}: expected I/N (e.g. 2/4), auto or auto/N")
         index_text, total_text = found[1], found[2]
         if index_text == "auto":
             index, total = _from_engine(env, total_text)
         elif total_text is None:
-            raise UsageError(f"--shard {text!r}: give the number of slices too, as I/N")
+            raise UsageError(f"--shard {_shown(text)}: give the number of slices too, as I/N")
         else:
-            index, total = int(index_text), int(total_text)
+            index, total = _number(index_text, text), _number(total_text, text)
         if not 1 <= total <= MOST:
-            raise UsageError(f"--shard {text!r}: the number of slices is 1 to {integer(MOST)}")
+            most = integer(MOST)
+            raise UsageError(f"--shard {_shown(text)}: the number of slices is 1 to {most}")
         if not 1 <= index <= total:
-            raise UsageError(f"--shard {text!r}: the slice is 1 to {total} (counted from 1)")
+            raise UsageError(f"--shard {_shown(text)}: the slice is 1 to {total} (counted from 1)")
         return cls(index, total)
 
     @classmethod
@@ -108,18 +110,32 @@ def _from_engine(env: Mapping[str, str], total_text: str | None) -> tuple[int, i
         return _count(index, "CI_NODE_INDEX"), _count(total, "CI_NODE_TOTAL")
     completion = env.get("JOB_COMPLETION_INDEX")
     if completion:
-        return _count(completion, "JOB_COMPLETION_INDEX", zero=True) + 1, int(total_text)
+        total = _number(total_text, f"auto/{total_text}")
+        return _count(completion, "JOB_COMPLETION_INDEX", zero=True) + 1, total
     node = env.get("CI_NODE_INDEX")
     if node:
-        return _count(node, "CI_NODE_INDEX"), int(total_text)
+        return _count(node, "CI_NODE_INDEX"), _number(total_text, f"auto/{total_text}")
     raise UsageError(
         f"--shard auto/{total_text}: neither JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) "
         "nor CI_NODE_INDEX (GitLab) is set; give --shard I/N"
     )
 
 
+def _number(digits: str, text: str) -> int:
+    """A number of ``--shard``; one too long to be a count is refused by its length."""
+    try:
+        return whole_number(digits)
+    except ValueError as error:
+        raise UsageError(f"--shard {_shown(text)}: {error}") from None
+
+
 def _count(text: str, name: str, zero: bool = False) -> int:
-    if not text.strip().isdigit() or (not zero and int(text) == 0):
-        first = 0 if zero else 1
-        raise UsageError(f"{name}={text!r}: expected a whole number from {first}")
-    return int(text)
+    """A CI engine's variable: ASCII digits (``bat.numbers``), from 0 or from 1."""
+    try:
+        return whole_number(text, lowest=0 if zero else 1)
+    except ValueError as error:
+        raise UsageError(f"{name}={_shown(text)}: {error}") from None
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 40 else text[:39] + "…")

@@ -56,12 +56,34 @@ def test_a_slice_from_the_command_line_or_the_engines_variables(text, env, shard
         ("auto/3", {"JOB_COMPLETION_INDEX": "x"}, "JOB_COMPLETION_INDEX='x'"),
         ("auto", {"CI_NODE_INDEX": "0", "CI_NODE_TOTAL": "2"}, "CI_NODE_INDEX='0'"),
         ("auto/3", {"JOB_COMPLETION_INDEX": "3"}, "the slice is 1 to 3"),
+        # One integer rule (bat.numbers): ASCII digits of a bounded length.
+        ("9" * 5000 + "/3", {}, "a number of 5000 digits"),
+        ("1/" + "9" * 5000, {}, "a number of 5000 digits"),
+        ("auto", {"CI_NODE_INDEX": "²", "CI_NODE_TOTAL": "3"}, "CI_NODE_INDEX='²'"),
+        ("auto", {"CI_NODE_INDEX": "1", "CI_NODE_TOTAL": "٣"}, "CI_NODE_TOTAL='٣'"),
+        ("auto/3", {"JOB_COMPLETION_INDEX": "9" * 5000}, "a number of 5000 digits"),
+        ("auto/" + "9" * 5000, {"CI_NODE_INDEX": "1"}, "a number of 5000 digits"),
+        ("auto/3", {"CI_NODE_INDEX": "-1"}, "CI_NODE_INDEX='-1'"),
     ],
 )
 def test_a_slice_that_is_not_one_is_said_so(text, env, says):
     with pytest.raises(UsageError) as caught:
         Shard.parse(text, env)
     assert says in caught.value.message
+    assert len(caught.value.message) < 200
+
+
+@given(text=st.text(max_size=30), index=st.text(max_size=12), total=st.text(max_size=12))
+def test_any_shard_text_is_a_slice_or_a_usage_error(text, index, total):
+    """Whatever the flag and the CI variables hold: a Shard, or one UsageError line."""
+    env = {"CI_NODE_INDEX": index, "CI_NODE_TOTAL": total, "JOB_COMPLETION_INDEX": index}
+    for flag in (text, "auto", f"auto/{total}"):
+        try:
+            shard = Shard.parse(flag, env)
+        except UsageError as error:
+            assert "\n" not in error.message
+        else:
+            assert 1 <= shard.index <= shard.total
 
 
 @given(
