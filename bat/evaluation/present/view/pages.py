@@ -25,16 +25,21 @@ from bat.evaluation.log.episode import EpisodeResult
 from bat.evaluation.log.gates import GatesFile
 from bat.evaluation.present.view.watch import OUTCOMES, Found, cell_id, outcome_of
 from bat.figures import interval, percent
+from bat.numbers import whole_number
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")  # a run id or a model folder's name
+# An episode file's name: its stem is TaskSpec.file_stem (``[A-Za-z0-9._-]``, no leading
+# dot), which may begin with ``-`` (task ``-x``) or hold ``..`` (task ``a..b``): one path
+# component either way, since it has no ``/`` and is neither ``.`` nor ``..``.
+_EPISODE_FILE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*__try[0-9]+\.json\Z")
 
 
 # --- resolving names from URLs --------------------------------------------------------------
 
 
-def _inside(folder: Path, name: str) -> Path | None:
+def _inside(folder: Path, name: str, *, pattern: re.Pattern = _NAME) -> Path | None:
     """``folder / name`` when ``name`` is one plain name of a real (unlinked) entry."""
-    if not _NAME.match(name) or ".." in name:
+    if not pattern.match(name) or (pattern is _NAME and ".." in name):
         return None
     path = folder / name
     if path.is_symlink() or not path.exists():
@@ -68,12 +73,12 @@ def find_model(run_dir: Path, record: rundir.RunRecord, label: str) -> tuple[int
 
 def find_episode(model_dir: Path, name: str) -> Path | None:
     """The episode file ``name`` of a model folder, or None."""
-    if not layout.EPISODE_NAME.match(name) or "/" in name or name.startswith("."):
+    if not layout.EPISODE_NAME.match(name) or not _EPISODE_FILE.match(name):
         return None
     folder = layout.episodes_dir(model_dir)
     if folder.is_symlink() or not folder.is_dir():
         return None
-    path = _inside(folder, name)
+    path = _inside(folder, name, pattern=_EPISODE_FILE)
     return path if path is not None and path.is_file() else None
 
 
@@ -417,6 +422,8 @@ class Filters:
 
     @classmethod
     def of(cls, params: Any) -> Filters:
+        """The filters a query string asks for; ``ValueError`` naming ``page`` or ``grid``
+        when one is given but is not a whole number from 1 (an empty one is page 1)."""
         values = {key: str(params.get(key, "") or "").strip()[:_LONGEST] for key in cls.KEYS}
         return cls(**values, page=_page(params, "page"), grid=_page(params, "grid"))
 
@@ -437,8 +444,15 @@ class Filters:
 
 
 def _page(params: Any, key: str) -> int:
-    text = str(params.get(key, "") or "")
-    return int(text) if text.isdigit() and 0 < int(text) < 10**9 else 1
+    """A page number of the query string, by the one rule of :mod:`bat.numbers` (a page
+    past the last one shows the last one)."""
+    text = str(params.get(key, "") or "").strip()
+    if not text:
+        return 1
+    try:
+        return whole_number(text, lowest=1)
+    except ValueError as exc:
+        raise ValueError(f"?{key}=: {exc}") from None
 
 
 @dataclass
