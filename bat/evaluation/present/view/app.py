@@ -215,10 +215,9 @@ def make_app(
                         # cells and counts are not this process's to continue; it reloads.
                         yield ServerSentEvent(data="{}", event="reset")
                         return
-                    new = watch.since(start)
+                    new, start = watch.stream_since(start)
                     if new:  # every event found since the last look, in one write
-                        yield b"".join(found.streamed for found in new)
-                        start = new[-1].index + 1
+                        yield new
                     if status != "running":
                         yield ServerSentEvent(data=json.dumps({"status": status}), event="end")
                         return

@@ -179,20 +179,12 @@ def _figures(model_dir: Path) -> tuple[dict[str, str] | None, str | None]:
     }, None
 
 
-def _latest(entries: list[Found]) -> dict[tuple[str, str], Found]:
-    """The latest entry of each (model, episode file)."""
-    latest: dict[tuple[str, str], Found] = {}
-    for entry in entries:
-        latest[(entry.model, entry.name)] = entry
-    return latest
-
-
-def _counts(entries: list[Found], label: str, expected: int) -> Counts:
+def _counts(latest: list[Found], label: str, expected: int) -> Counts:
     counts = Counts(expected=expected)
-    for (model, _), entry in _latest(entries).items():
-        if model == label:
+    for entry in latest:
+        if entry.model == label:
             counts.done += 1
-            counts.by_outcome[entry.data["outcome"]] += 1
+            counts.by_outcome[entry.outcome] += 1
     return counts
 
 
@@ -264,12 +256,11 @@ def run_view(
         and layout.metrics_file(run_dir / model.dir).is_file()
         for model in record.models
     )
-    entries: list[Found] = []
+    latest: list[Found] = []
     watch = watch_of(run_dir)
     if grid or record.status == "running" or not summarized:
         watch.refresh()
-        entries = watch.since(0)
-    view.next_event = len(entries)
+        view.next_event, latest = watch.latest()
     view.record = record
     view.name = record.run_name
     view.status = record.status
@@ -284,7 +275,7 @@ def run_view(
         except InputError:
             view.card = None
     for index, model in enumerate(record.models):
-        counts = _counts(entries, model.dir, len(record.tasks) * record.k)
+        counts = _counts(latest, model.dir, len(record.tasks) * record.k)
         try:
             model_dir: Path | None = rundir.model_dir(run_dir, model, index)
         except InputError as exc:
@@ -297,12 +288,12 @@ def run_view(
             )
         shown = ModelView(index, model.dir, model.status, model.reason, counts, figures, problem)
         if grid:
-            shown.rows = _grid(record, index, model.dir, entries)
+            shown.rows = _grid(record, index, model.dir, latest)
         view.models.append(shown)
     if grid:
         filters = filters or Filters()
         tags = watch.memo("tags", [layout.tasks_snapshot(run_dir)], lambda: _task_tags(run_dir))
-        view.matches = _matching(record, entries, filters, tags)
+        view.matches = _matching(record, latest, filters, tags)
         if filters.active:
             keep = view.matches
             view.models = [m for m in view.models if not filters.model or m.label == filters.model]
@@ -321,21 +312,27 @@ def _page_the_grid(view: RunView, page: int) -> None:
     view.grid_last = min(view.grid_first + GRID_ROWS, view.grid_rows)
     for shown in view.models:
         shown.rows = shown.rows[view.grid_first : view.grid_first + GRID_ROWS]
+        for row in shown.rows:  # only the cells shown read their hover text
+            for cell in row["cells"]:
+                if cell["found"] is not None:
+                    cell["found"] = {"data": cell["found"].data}
 
 
 def _grid(
-    record: rundir.RunRecord, index: int, label: str, entries: list[Found]
+    record: rundir.RunRecord, index: int, label: str, latest: list[Found]
 ) -> list[dict[str, Any]]:
     """The task × attempt rows of one model: each cell empty (not run yet) or filled."""
     cells: dict[str, Found] = {}
     extra: dict[str, dict[int, Found]] = {}  # episodes of tasks run.json does not list
-    for (model, _), entry in _latest(entries).items():
-        if model != label:
+    rows = {task: n for n, task in enumerate(record.tasks)}
+    for entry in latest:
+        if entry.model != label:
             continue
-        if entry.data.get("cell"):
-            cells[entry.data["cell"]] = entry
+        row = rows.get(entry.task)
+        if row is not None:
+            cells[cell_id(index, row, entry.attempt)] = entry
         else:
-            extra.setdefault(str(entry.data["task"]), {})[int(entry.data["attempt"])] = entry
+            extra.setdefault(entry.task, {})[entry.attempt] = entry
     rows = []
     for row, task in enumerate(record.tasks):
         row_cells = []
@@ -502,51 +499,51 @@ def _excerpt(text: str, words: str, width: int = 80) -> str:
 
 def _matching(
     record: rundir.RunRecord,
-    entries: list[Found],
+    latest: list[Found],
     filters: Filters,
     task_tags: dict[str, frozenset[str]],
 ) -> Matches:
-    """The latest episode of each cell that every filter keeps, in grid order (a search
-    looks in the answers the run's watch kept: no file is read)."""
+    """The latest episode of each cell that every filter keeps, in grid order. A search
+    reads the answers from the episode files (only of the episodes the other filters
+    keep): the viewer keeps no answer in memory."""
     found = Matches(filters, models=[m.dir for m in record.models])
     found.task_tags = task_tags
     found.tags = sorted({tag for tags in found.task_tags.values() for tag in tags})
-    latest = list(_latest(entries).values())
-    found.errors = sorted({str(e.data["error"]) for e in latest if e.data.get("error")})
+    found.errors = sorted({str(e.error) for e in latest if e.error})
     if not filters.active:
         return found
     rows = {task: n for n, task in enumerate(record.tasks)}
     wanted = filters.q.casefold()
-    kept: list[dict[str, Any]] = []
+    kept: list[tuple[Found, str | None]] = []
     for entry in latest:
-        data = entry.data
-        task = str(data["task"])
         if filters.model and entry.model != filters.model:
             continue
-        if not found.row_kept(task):
+        if not found.row_kept(entry.task):
             continue
-        if filters.status and data["outcome"] != filters.status:
+        if filters.status and entry.outcome != filters.status:
             continue
-        if filters.error and data.get("error") != filters.error:
+        if filters.error and entry.error != filters.error:
             continue
-        shown = {**data, "excerpt": None}
+        excerpt = None
         if filters.q:
-            if wanted not in entry.answer.casefold():
+            answer = entry.answer()
+            if wanted not in answer.casefold():
                 continue
-            shown["excerpt"] = _excerpt(entry.answer, filters.q)
-        kept.append(shown)
+            excerpt = _excerpt(answer, filters.q)
+        kept.append((entry, excerpt))
     kept.sort(
-        key=lambda d: (
-            d["model_index"],
-            rows.get(str(d["task"]), len(rows)),
-            d["task"],
-            d["attempt"],
+        key=lambda pair: (
+            pair[0].model_index,
+            rows.get(pair[0].task, len(rows)),
+            pair[0].task,
+            pair[0].attempt,
         )
     )
     found.total = len(kept)
     found.pages = max(1, -(-len(kept) // PAGE_SIZE))
     found.page = min(filters.page, found.pages)
-    found.shown = kept[(found.page - 1) * PAGE_SIZE : found.page * PAGE_SIZE]
+    page = kept[(found.page - 1) * PAGE_SIZE : found.page * PAGE_SIZE]
+    found.shown = [{**entry.data, "excerpt": excerpt} for entry, excerpt in page]
     return found
 
 

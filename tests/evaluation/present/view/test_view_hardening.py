@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from bat.evaluation.inputs.dataset import TaskSpec
+from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
-from bat.evaluation.log import store
 from bat.evaluation.present.view import app as viewapp
 from bat.evaluation.present.view.app import make_app
 from tests.logkit import NO_SECRETS, episode
@@ -64,6 +64,36 @@ def write_odd_run(output: Path, ids: list[str] = ODD_IDS, *, status: str = "comp
         started_at="2026-01-01T00:00:00.000Z",
         tasks=ids,
         k=1,
+        models=[rundir.ModelEntry(label=MODEL, dir=MODEL, status="completed")],
+    )
+    rundir.write_run(run_dir, record, scrubber=NO_SECRETS)
+    return run_dir
+
+
+def write_many(output: Path, tasks: int, k: int, *, run_id: str = RUN, answer: int = 20) -> Path:
+    """A finished run of ``tasks`` × ``k`` episodes, written as the runner writes them
+    (``store.queue_episode`` through its batch writer: one filesystem sync per batch)."""
+    from bat.evaluation.log.batch_writer import BatchWriter
+
+    ids = [f"task-{n:05}" for n in range(tasks)]
+    run_dir = output / run_id
+    model_dir = run_dir / MODEL
+    layout.episodes_dir(model_dir).mkdir(parents=True)
+    writer = BatchWriter()
+    for task_id in ids:
+        for attempt in range(1, k + 1):
+            said = f"answer {task_id} ".ljust(answer, "x")
+            item = episode(task_id, attempt, attempt % 3 != 0, output=said)
+            store.queue_episode(
+                writer, model_dir, stem(task_id), item, earlier=False, scrubber=NO_SECRETS
+            )
+    writer.flush()
+    record = rundir.RunRecord(
+        run_id=run_id,
+        status="completed",
+        started_at="2026-01-01T00:00:00.000Z",
+        tasks=ids,
+        k=k,
         models=[rundir.ModelEntry(label=MODEL, dir=MODEL, status="completed")],
     )
     rundir.write_run(run_dir, record, scrubber=NO_SECRETS)
@@ -285,6 +315,60 @@ def test_every_task_id_bat_stores_is_served(output, task_id):
 def test_names_that_are_not_episode_files_stay_not_found(output, name):
     with client(output) as tc:
         assert tc.get(f"/runs/{RUN}/raw/{MODEL}/{name}").status_code == 404
+
+
+# --- bounded memory -------------------------------------------------------------------------
+
+BYTES_PER_EPISODE = 400  # measured: ~200 B a file (1.6 KB and up, with the answers, before)
+
+
+def test_the_watch_keeps_a_few_hundred_bytes_per_episode_whatever_the_answers(
+    tmp_path, monkeypatch
+):
+    """What the run's watch keeps grows by a few hundred bytes per episode file, however
+    long the answers (here 2,000 characters each): they are read from the files when a
+    search asks. Measured as the slope between two runs of the same 100 tasks, 2 and 12
+    attempts each, so what is kept per task or once per watch cancels out (the latest
+    events kept encoded are a fixed number, ``watch.RECENT``: made small here, so both
+    runs fill it)."""
+    import gc
+    import tracemalloc
+
+    from bat.evaluation.present.view import watch as watching
+    from bat.evaluation.present.view.watch import RunWatch
+
+    monkeypatch.setattr(watching, "RECENT", 50, raising=False)
+    small = write_many(tmp_path / "a", 100, 2, answer=2000)
+    large = write_many(tmp_path / "b", 100, 12, answer=2000)
+    kept = []
+    grew = []
+    tracemalloc.start()
+    try:
+        for run_dir in (small, large):
+            gc.collect()
+            before = tracemalloc.get_traced_memory()[0]
+            watch = RunWatch(run_dir, interval=0)
+            watch.refresh()
+            gc.collect()
+            grew.append(tracemalloc.get_traced_memory()[0] - before)
+            kept.append(watch)  # alive while measured
+    finally:
+        tracemalloc.stop()
+    assert [watch.count() for watch in kept] == [200, 1200]
+    per_episode = (grew[1] - grew[0]) / 1000
+    assert per_episode < BYTES_PER_EPISODE, f"{per_episode:.0f} bytes per episode"
+
+
+def test_a_search_reads_the_answers_from_the_files(tmp_path):
+    """No answer is kept: a search finds what the file says now (and only the episodes
+    the other filters keep are read)."""
+    run_dir = write_many(tmp_path / "output", 3, 2)
+    with client(run_dir.parent) as tc:
+        assert "1 episode match" not in tc.get(f"/runs/{RUN}?q=needle").text
+        item = episode("task-00001", 2, True, output="a needle in the answer")
+        store.write_episode(run_dir / MODEL, "task-00001", item, scrubber=NO_SECRETS)
+        page = tc.get(f"/runs/{RUN}?q=needle").text
+    assert "1 episode match" in page and "a needle in the answer" in page
 
 
 # --- Hypothesis: any query string or Last-Event-ID ------------------------------------------
