@@ -436,3 +436,75 @@ def test_the_fuzz_check_finds_a_parser_that_raises(output, monkeypatch):
     monkeypatch.setattr(viewapp, "_first_wanted", old_first_wanted)
     with pytest.raises(AssertionError, match="status_code"):
         never_a_500(output)
+
+
+# --- Hypothesis: the Host rule and episode names ---------------------------------------------
+
+HOST_PARTS = st.sampled_from(
+    ["localhost", "127.0.0.1", "[::1]", "::1", "evil.example", "127.0.0.1.nip.io", "[", "]"]
+)
+HOSTS = st.one_of(
+    st.text(max_size=60),
+    st.tuples(HOST_PARTS, st.sampled_from(["", ":", ":80", ":²", ":-1", ":" + "9" * 30])).map(
+        "".join
+    ),
+)
+
+
+@fuzz(500)
+@given(header=st.none() | HOSTS, bound=st.sampled_from(["127.0.0.1", "::1", "127.0.0.2"]))
+def test_the_host_rule_serves_loopback_names_only(header, bound):
+    """Whatever the header, the rule answers (never raises), and says yes exactly to a
+    loopback name or the bound address, then nothing or a port (digits, at most 65535)."""
+    import re
+
+    from bat.evaluation.present.view.app import host_allowed
+
+    own = re.escape(f"[{bound}]" if ":" in bound else bound)
+    oracle = re.fullmatch(
+        rf"(?:localhost|127\.0\.0\.1|\[::1\]|{own})(?::\s*([0-9]+)\s*)?",
+        (header or "").strip().lower(),
+    )
+    expected = bool(oracle) and (oracle[1] is None or int(oracle[1]) <= 65535)
+    assert host_allowed(header, bound) == expected, header
+
+
+NAME_CHARS = st.sampled_from([*"aZ09._-/\\\n%~ ü", "..", "__try", ".json"])
+
+
+@fuzz(300)
+@given(name=st.lists(NAME_CHARS, max_size=12).map("".join))
+def test_an_episode_name_is_found_only_inside_its_folder(name, tmp_path_factory):
+    """Any name from a URL: None, or a regular file right inside the episodes folder."""
+    from bat.evaluation.present.view.pages import find_episode
+
+    model_dir = tmp_path_factory.getbasetemp() / "names" / MODEL
+    folder = layout.episodes_dir(model_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    for made in ("-a__try1.json", "a..b__try1.json", "a__try1.json"):
+        (folder / made).write_text("{}")
+    found = find_episode(model_dir, name)
+    if found is not None:
+        assert found.parent == folder and found.is_file() and not found.is_symlink()
+        assert found.name == name
+
+
+def test_titles_past_the_kept_texts_are_read_from_the_files(tmp_path, monkeypatch):
+    """Only the first ``WHYS`` texts of outcomes are kept; a cell with another reason of
+    its own gets it from its file, the same words either way."""
+    from bat.evaluation.present.view import watch as watching
+
+    monkeypatch.setattr(watching, "WHYS", 2)
+    output = tmp_path / "output"
+    run_dir = write_odd_run(output, ["a", "b", "c", "d"])
+    for n, task_id in enumerate(["a", "b", "c", "d"]):  # four reasons of their own
+        item = episode(task_id, 1, False, reason=f"output: missing 'word {n}'")
+        store.write_episode(run_dir / MODEL, task_id, item, scrubber=NO_SECRETS)
+    found = watching.RunWatch(run_dir, interval=0)
+    found.refresh()
+    _, latest = found.latest()
+    titles = sorted(found.title(entry.slot) for entry in latest)
+    assert titles == [
+        f"{task} · attempt 1: failed: output: missing 'word {n}'" for n, task in enumerate("abcd")
+    ]
+    assert len(found._whys) == 2
