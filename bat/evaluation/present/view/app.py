@@ -16,6 +16,9 @@ Every response carries a strict Content-Security-Policy (scripts and styles from
 server only, no inline script, nothing from elsewhere). With a token, every request must
 carry it: ``?token=``, ``Authorization: Bearer``, or the cookie set when a page was
 opened with ``?token=`` (so the page's links and its event stream keep working).
+Without a token, a request must name this viewer by a loopback name in its ``Host``
+header (:func:`host_allowed`): a web page that points its own name at 127.0.0.1 (DNS
+rebinding) is refused, so it cannot read the runs through the user's browser.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from bat.evaluation.log import run as rundir
 from bat.evaluation.present.view import pages
 from bat.evaluation.present.view.watch import OUTCOMES, OUTCOMES_MANY, RunWatch
 from bat.figures import counted, number, percent, points, seconds
+from bat.numbers import whole_number
 
 HERE = Path(__file__).parent
 STATIC = {"view.js": "text/javascript", "view.css": "text/css", "favicon.svg": "image/svg+xml"}
@@ -82,8 +86,11 @@ def make_app(
     poll_s: float = 0.5,
     ping_s: float = 10.0,
     warm: bool = False,
+    bound: str = "127.0.0.1",
 ) -> Starlette:
     """The viewer of every run under ``folder``; ``token``: required on every request.
+    ``bound``: the address the viewer listens on, a name its ``Host`` header may give
+    (with the loopback names) when there is no token.
 
     With ``warm``, the newest ``WARM_RUNS`` runs are read in a thread as it starts (each
     episode once, the summaries, the dataset's tags), so the first look at a run of
@@ -167,7 +174,10 @@ def make_app(
 
     async def run(request: Request) -> Response:
         run_dir = run_of(request)
-        filters = pages.Filters.of(request.query_params)
+        try:
+            filters = pages.Filters.of(request.query_params)
+        except ValueError as exc:
+            raise HTTPException(400, str(exc)) from None
         watch = watch_of(run_dir)
 
         def build() -> str:
@@ -205,10 +215,9 @@ def make_app(
                         # cells and counts are not this process's to continue; it reloads.
                         yield ServerSentEvent(data="{}", event="reset")
                         return
-                    new = watch.since(start)
+                    new, start = watch.stream_since(start)
                     if new:  # every event found since the last look, in one write
-                        yield b"".join(found.streamed for found in new)
-                        start = new[-1].index + 1
+                        yield new
                     if status != "running":
                         yield ServerSentEvent(data=json.dumps({"status": status}), event="end")
                         return
@@ -279,7 +288,7 @@ def make_app(
             Route("/static/{file}", static),
         ],
         exception_handlers={HTTPException: not_found},
-        middleware=[Middleware(Guard, token=token)],
+        middleware=[Middleware(Guard, token=token, bound=bound)],
     )
     return app
 
@@ -361,21 +370,71 @@ def _warm(folder: Path, watch_of: Any, templates: Environment) -> None:
 
 def _first_wanted(request: Request) -> int:
     """The first entry a stream sends: after ``Last-Event-ID`` (a reconnecting client),
-    else ``?from=`` (the page: the entries its grid was drawn from are not sent again)."""
+    else ``?from=`` (the page: the entries its grid was drawn from are not sent again),
+    else 0. Each is a whole number by the one rule (:mod:`bat.numbers`); anything else
+    is a 400 naming it (a browser only ever sends back the ids this viewer gave)."""
     last = request.headers.get("last-event-id", "").strip()
-    if last.isdigit():
-        return int(last) + 1
+    if last:
+        return _number("Last-Event-ID", last) + 1
     given = request.query_params.get("from", "").strip()
-    return int(given) if given.isdigit() else 0
+    return _number("?from=", given) if given else 0
+
+
+def _number(where: str, text: str) -> int:
+    try:
+        return whole_number(text)
+    except ValueError as exc:
+        raise HTTPException(400, f"{where}: {exc}") from None
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
+
+
+def host_allowed(header: str | None, bound: str) -> bool:
+    """Whether a ``Host`` header names this viewer by a loopback name: ``localhost``,
+    ``127.0.0.1``, ``[::1]`` or the address it is bound to, with or without a port.
+
+    A page of another site can make its own name resolve to 127.0.0.1 (DNS rebinding)
+    and then read a viewer without a token as if it were the same site; its requests
+    still carry that other name in ``Host``, which is how they are told apart. The port
+    is not compared: a forwarded port (``ssh -L 9000:localhost:8765``) changes it.
+    """
+    if not header:
+        return False
+    name, port = _host_and_port(header.strip().lower())
+    if port is not None:
+        try:
+            whole_number(port, lowest=0, highest=65535)
+        except ValueError:
+            return False
+    own = bound.lower()
+    allowed = LOOPBACK_NAMES | {f"[{own.strip('[]')}]" if ":" in own else own}
+    return name in allowed
+
+
+def _host_and_port(header: str) -> tuple[str, str | None]:
+    """``Host`` split into its name (an IPv6 address keeps its brackets) and port."""
+    if header.startswith("["):
+        name, _, rest = header.partition("]")
+        name += "]"
+        if not rest:
+            return name, None
+        return (name, rest[1:]) if rest.startswith(":") else ("", None)
+    name, colon, port = header.partition(":")
+    return name, (port if colon else None)
 
 
 class Guard:
-    """Pure ASGI middleware: the token on every request, and the security headers on
-    every response (a streaming one too)."""
+    """Pure ASGI middleware: the token on every request (or, without one, a loopback
+    name in ``Host``), and the security headers on every response (a streaming one too).
+    With a token, ``Host`` is not checked: the viewer may be reached by any name of the
+    machine (or a proxy's), and a rebinding page cannot know the token, nor read the
+    cookie, which belongs to the viewer's own name."""
 
-    def __init__(self, app: Any, token: str | None) -> None:
+    def __init__(self, app: Any, token: str | None, bound: str = "127.0.0.1") -> None:
         self.app = app
         self.token = token
+        self.bound = bound
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -388,6 +447,9 @@ class Guard:
                 await _refuse(send)
                 return
             set_cookie = COOKIE not in _cookies(scope)
+        elif not host_allowed(_header(scope, b"host"), self.bound):
+            await _refuse(send, HOST_REFUSED, status=403)
+            return
 
         async def with_headers(message: dict) -> None:
             if message["type"] == "http.response.start":
@@ -401,6 +463,12 @@ class Guard:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+def _header(scope: dict, wanted: bytes) -> str | None:
+    """The one ``wanted`` header of a request (None: none, or more than one)."""
+    found = [value for name, value in scope.get("headers", []) if name == wanted]
+    return found[0].decode("latin-1") if len(found) == 1 else None
 
 
 def _tokens(scope: dict) -> list[str]:
@@ -428,16 +496,23 @@ def _cookies(scope: dict) -> dict[str, str]:
     return {key: morsel.value for key, morsel in jar.items()}
 
 
-async def _refuse(send: Any) -> None:
-    body = b"401: this viewer needs its token (?token=... or Authorization: Bearer ...)\n"
+TOKEN_NEEDED = b"401: this viewer needs its token (?token=... or Authorization: Bearer ...)\n"
+HOST_REFUSED = (
+    b"403: this viewer answers only to localhost, 127.0.0.1 or [::1] in the Host header "
+    b"(a viewer for other names needs --token)\n"
+)
+
+
+async def _refuse(send: Any, body: bytes = TOKEN_NEEDED, status: int = 401) -> None:
+    challenge = [(b"www-authenticate", b"Bearer")] if status == 401 else []
     await send(
         {
             "type": "http.response.start",
-            "status": 401,
+            "status": status,
             "headers": [
                 (b"content-type", b"text/plain; charset=utf-8"),
                 (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b"Bearer"),
+                *challenge,
                 *SECURITY_HEADERS,
             ],
         }

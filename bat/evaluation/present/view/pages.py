@@ -25,16 +25,21 @@ from bat.evaluation.log.episode import EpisodeResult
 from bat.evaluation.log.gates import GatesFile
 from bat.evaluation.present.view.watch import OUTCOMES, Found, cell_id, outcome_of
 from bat.figures import interval, percent
+from bat.numbers import whole_number
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")  # a run id or a model folder's name
+# An episode file's name: its stem is TaskSpec.file_stem (``[A-Za-z0-9._-]``, no leading
+# dot), which may begin with ``-`` (task ``-x``) or hold ``..`` (task ``a..b``): one path
+# component either way, since it has no ``/`` and is neither ``.`` nor ``..``.
+_EPISODE_FILE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]*__try[0-9]+\.json\Z")
 
 
 # --- resolving names from URLs --------------------------------------------------------------
 
 
-def _inside(folder: Path, name: str) -> Path | None:
+def _inside(folder: Path, name: str, *, pattern: re.Pattern = _NAME) -> Path | None:
     """``folder / name`` when ``name`` is one plain name of a real (unlinked) entry."""
-    if not _NAME.match(name) or ".." in name:
+    if not pattern.match(name) or (pattern is _NAME and ".." in name):
         return None
     path = folder / name
     if path.is_symlink() or not path.exists():
@@ -68,12 +73,12 @@ def find_model(run_dir: Path, record: rundir.RunRecord, label: str) -> tuple[int
 
 def find_episode(model_dir: Path, name: str) -> Path | None:
     """The episode file ``name`` of a model folder, or None."""
-    if not layout.EPISODE_NAME.match(name) or "/" in name or name.startswith("."):
+    if not layout.EPISODE_NAME.match(name) or not _EPISODE_FILE.match(name):
         return None
     folder = layout.episodes_dir(model_dir)
     if folder.is_symlink() or not folder.is_dir():
         return None
-    path = _inside(folder, name)
+    path = _inside(folder, name, pattern=_EPISODE_FILE)
     return path if path is not None and path.is_file() else None
 
 
@@ -174,20 +179,12 @@ def _figures(model_dir: Path) -> tuple[dict[str, str] | None, str | None]:
     }, None
 
 
-def _latest(entries: list[Found]) -> dict[tuple[str, str], Found]:
-    """The latest entry of each (model, episode file)."""
-    latest: dict[tuple[str, str], Found] = {}
-    for entry in entries:
-        latest[(entry.model, entry.name)] = entry
-    return latest
-
-
-def _counts(entries: list[Found], label: str, expected: int) -> Counts:
+def _counts(latest: list[Found], label: str, expected: int) -> Counts:
     counts = Counts(expected=expected)
-    for (model, _), entry in _latest(entries).items():
-        if model == label:
+    for entry in latest:
+        if entry.model == label:
             counts.done += 1
-            counts.by_outcome[entry.data["outcome"]] += 1
+            counts.by_outcome[entry.outcome] += 1
     return counts
 
 
@@ -259,12 +256,11 @@ def run_view(
         and layout.metrics_file(run_dir / model.dir).is_file()
         for model in record.models
     )
-    entries: list[Found] = []
+    latest: list[Found] = []
     watch = watch_of(run_dir)
     if grid or record.status == "running" or not summarized:
         watch.refresh()
-        entries = watch.since(0)
-    view.next_event = len(entries)
+        view.next_event, latest = watch.latest()
     view.record = record
     view.name = record.run_name
     view.status = record.status
@@ -279,7 +275,7 @@ def run_view(
         except InputError:
             view.card = None
     for index, model in enumerate(record.models):
-        counts = _counts(entries, model.dir, len(record.tasks) * record.k)
+        counts = _counts(latest, model.dir, len(record.tasks) * record.k)
         try:
             model_dir: Path | None = rundir.model_dir(run_dir, model, index)
         except InputError as exc:
@@ -292,12 +288,12 @@ def run_view(
             )
         shown = ModelView(index, model.dir, model.status, model.reason, counts, figures, problem)
         if grid:
-            shown.rows = _grid(record, index, model.dir, entries)
+            shown.rows = _grid(record, index, model.dir, latest)
         view.models.append(shown)
     if grid:
         filters = filters or Filters()
         tags = watch.memo("tags", [layout.tasks_snapshot(run_dir)], lambda: _task_tags(run_dir))
-        view.matches = _matching(record, entries, filters, tags)
+        view.matches = _matching(record, latest, filters, tags)
         if filters.active:
             keep = view.matches
             view.models = [m for m in view.models if not filters.model or m.label == filters.model]
@@ -316,21 +312,27 @@ def _page_the_grid(view: RunView, page: int) -> None:
     view.grid_last = min(view.grid_first + GRID_ROWS, view.grid_rows)
     for shown in view.models:
         shown.rows = shown.rows[view.grid_first : view.grid_first + GRID_ROWS]
+        for row in shown.rows:  # only the cells shown read their hover text
+            for cell in row["cells"]:
+                if cell["found"] is not None:
+                    cell["found"] = {"data": cell["found"].data}
 
 
 def _grid(
-    record: rundir.RunRecord, index: int, label: str, entries: list[Found]
+    record: rundir.RunRecord, index: int, label: str, latest: list[Found]
 ) -> list[dict[str, Any]]:
     """The task × attempt rows of one model: each cell empty (not run yet) or filled."""
     cells: dict[str, Found] = {}
     extra: dict[str, dict[int, Found]] = {}  # episodes of tasks run.json does not list
-    for (model, _), entry in _latest(entries).items():
-        if model != label:
+    rows = {task: n for n, task in enumerate(record.tasks)}
+    for entry in latest:
+        if entry.model != label:
             continue
-        if entry.data.get("cell"):
-            cells[entry.data["cell"]] = entry
+        row = rows.get(entry.task)
+        if row is not None:
+            cells[cell_id(index, row, entry.attempt)] = entry
         else:
-            extra.setdefault(str(entry.data["task"]), {})[int(entry.data["attempt"])] = entry
+            extra.setdefault(entry.task, {})[entry.attempt] = entry
     rows = []
     for row, task in enumerate(record.tasks):
         row_cells = []
@@ -417,6 +419,8 @@ class Filters:
 
     @classmethod
     def of(cls, params: Any) -> Filters:
+        """The filters a query string asks for; ``ValueError`` naming ``page`` or ``grid``
+        when one is given but is not a whole number from 1 (an empty one is page 1)."""
         values = {key: str(params.get(key, "") or "").strip()[:_LONGEST] for key in cls.KEYS}
         return cls(**values, page=_page(params, "page"), grid=_page(params, "grid"))
 
@@ -437,8 +441,15 @@ class Filters:
 
 
 def _page(params: Any, key: str) -> int:
-    text = str(params.get(key, "") or "")
-    return int(text) if text.isdigit() and 0 < int(text) < 10**9 else 1
+    """A page number of the query string, by the one rule of :mod:`bat.numbers` (a page
+    past the last one shows the last one)."""
+    text = str(params.get(key, "") or "").strip()
+    if not text:
+        return 1
+    try:
+        return whole_number(text, lowest=1)
+    except ValueError as exc:
+        raise ValueError(f"?{key}=: {exc}") from None
 
 
 @dataclass
@@ -488,51 +499,51 @@ def _excerpt(text: str, words: str, width: int = 80) -> str:
 
 def _matching(
     record: rundir.RunRecord,
-    entries: list[Found],
+    latest: list[Found],
     filters: Filters,
     task_tags: dict[str, frozenset[str]],
 ) -> Matches:
-    """The latest episode of each cell that every filter keeps, in grid order (a search
-    looks in the answers the run's watch kept: no file is read)."""
+    """The latest episode of each cell that every filter keeps, in grid order. A search
+    reads the answers from the episode files (only of the episodes the other filters
+    keep): the viewer keeps no answer in memory."""
     found = Matches(filters, models=[m.dir for m in record.models])
     found.task_tags = task_tags
     found.tags = sorted({tag for tags in found.task_tags.values() for tag in tags})
-    latest = list(_latest(entries).values())
-    found.errors = sorted({str(e.data["error"]) for e in latest if e.data.get("error")})
+    found.errors = sorted({str(e.error) for e in latest if e.error})
     if not filters.active:
         return found
     rows = {task: n for n, task in enumerate(record.tasks)}
     wanted = filters.q.casefold()
-    kept: list[dict[str, Any]] = []
+    kept: list[tuple[Found, str | None]] = []
     for entry in latest:
-        data = entry.data
-        task = str(data["task"])
         if filters.model and entry.model != filters.model:
             continue
-        if not found.row_kept(task):
+        if not found.row_kept(entry.task):
             continue
-        if filters.status and data["outcome"] != filters.status:
+        if filters.status and entry.outcome != filters.status:
             continue
-        if filters.error and data.get("error") != filters.error:
+        if filters.error and entry.error != filters.error:
             continue
-        shown = {**data, "excerpt": None}
+        excerpt = None
         if filters.q:
-            if wanted not in entry.answer.casefold():
+            answer = entry.answer()
+            if wanted not in answer.casefold():
                 continue
-            shown["excerpt"] = _excerpt(entry.answer, filters.q)
-        kept.append(shown)
+            excerpt = _excerpt(answer, filters.q)
+        kept.append((entry, excerpt))
     kept.sort(
-        key=lambda d: (
-            d["model_index"],
-            rows.get(str(d["task"]), len(rows)),
-            d["task"],
-            d["attempt"],
+        key=lambda pair: (
+            pair[0].model_index,
+            rows.get(pair[0].task, len(rows)),
+            pair[0].task,
+            pair[0].attempt,
         )
     )
     found.total = len(kept)
     found.pages = max(1, -(-len(kept) // PAGE_SIZE))
     found.page = min(filters.page, found.pages)
-    found.shown = kept[(found.page - 1) * PAGE_SIZE : found.page * PAGE_SIZE]
+    page = kept[(found.page - 1) * PAGE_SIZE : found.page * PAGE_SIZE]
+    found.shown = [{**entry.data, "excerpt": excerpt} for entry, excerpt in page]
     return found
 
 

@@ -122,7 +122,7 @@ def serve(
     if not folder.is_dir():
         listening.sock.close()
         raise InputError(f"{folder} is not a folder (give the folder of your runs with -f)")
-    app = make_app(folder, token=listening.token, warm=True)
+    app = make_app(folder, token=listening.token, warm=True, bound=listening.host)
     if listening.token_made:
         announce(f"The viewer is reachable beyond this machine: its token is {listening.token}")
     announce(f"Serving the runs of {folder} at {listening.url} (Ctrl-C stops)")
@@ -157,7 +157,7 @@ class Beside:
 
         self.listening = listening
         config = uvicorn.Config(
-            make_app(folder, token=listening.token),
+            make_app(folder, token=listening.token, bound=listening.host),
             log_level="warning",
             access_log=False,
             lifespan="off",
