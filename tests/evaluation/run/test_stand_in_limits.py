@@ -30,7 +30,7 @@ from tests.evalkit import REPO, episodes, make_project, port_answers, run_dirs, 
 SCALE = float(os.environ.get("FUZZ_SCALE", "1"))
 
 SLOW = r"^(a|aa)+$"  # exponential on a long run of a's that cannot match
-LONG_AS = "a" * 40 + "b"
+LONG_AS = "a" * 60 + "b"  # hours of backtracking for `re`
 MODEL = "openai_stand-in"
 
 
