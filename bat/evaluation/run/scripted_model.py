@@ -382,9 +382,13 @@ def serving(rules_path: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> It
     command = [sys.executable, "-P", "-m", "bat.evaluation.run.scripted_model"]
     command += ["--fd", str(sock.fileno()), "--until-stdin-closes"]
     command += ["--rules", str(Path(rules_path).resolve())]
+    # The child imports the bat this process runs, wherever it was imported from.
+    here = str(Path(__file__).resolve().parents[3])
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
     try:
         proc = subprocess.Popen(
             command,
+            env={**os.environ, "PYTHONPATH": path},
             stdin=lifeline,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
