@@ -221,8 +221,10 @@ class Rules(RootModel[list[Rule]]):
             text = read_text(path, limit=CONFIG_LIMIT, kind="a model script")
             parse = parse_json if str(path).endswith(".json") else parse_yaml
             data = parse(text, path)
-        except InputError as exc:  # worded "<path>: what is wrong": the caller names it
-            raise ScriptError(exc.message.removeprefix(str(path)).lstrip(": ")) from None
+        except InputError as exc:  # worded "<path>: what is wrong" or "<path> is ...":
+            # the caller names the file ("script: rules.yaml: not a regular file ...")
+            words = exc.message.removeprefix(str(path)).lstrip(": ").removeprefix("is ")
+            raise ScriptError(words) from None
         return cls.from_data(data)
 
     @classmethod
