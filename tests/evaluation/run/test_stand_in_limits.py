@@ -377,3 +377,45 @@ def test_rule_file_strategy_reaches_the_interesting_cases(tmp_path):
 
     run()
     assert {"loaded", "refused", "regex refused", "with a regex"} <= seen, seen
+
+
+def fuzz_eval_show(scratch: Path, examples: int) -> None:
+    """Hypothesis over ``bat eval.show`` (the real program, in this process) with the
+    strategy's rule files: exit 0, or exit 2 with one ``bat: error:`` headline; never a
+    traceback or a hang, nothing written outside the scratch folder, no file changed."""
+    project = stand_in_project(scratch / "project", "- reply: x\n", [chat_task("t", "hi")])
+
+    @fuzz(examples)
+    @given(document=rules, data=st.data())
+    def run(document, data):
+        text = fk.to_yaml(document)
+        if data.draw(st.booleans()):
+            text = data.draw(fk.byte_mutations(text))
+        (project / "rules.yaml").write_bytes(text)
+        before = fk.snapshot(scratch)
+        outcome = fk.run_in_process(["eval.show"], cwd=project, scratch=scratch)
+        fk.check_outcome(outcome, f"eval.show with the rule file {text[:300]!r}")
+        assert not fk.changed_files(before, fk.snapshot(scratch)), outcome.describe()
+
+    run()
+
+
+def test_fuzz_eval_show_with_rule_files(tmp_path):
+    fuzz_eval_show(tmp_path, 60)
+
+
+def test_fuzz_eval_show_canary(tmp_path, monkeypatch):
+    """The same check fails when reading a rule file (and only it) escapes as an
+    exception bat does not expect: it can fail."""
+    import bat.input_files
+
+    real = bat.input_files.parse_yaml
+
+    def broken(text, path):
+        if Path(path).name == "rules.yaml":
+            raise RuntimeError("a rule file reader that crashes")
+        return real(text, path)
+
+    monkeypatch.setattr(bat.input_files, "parse_yaml", broken)
+    with pytest.raises(AssertionError, match="RuntimeError: a rule file reader that crashes"):
+        fuzz_eval_show(tmp_path, 5)
