@@ -285,7 +285,10 @@ REGEX_PIECES = [
     ")", "(", "[", "]", "[^a]", "\\", "\\1", "(?=a)", "(?<!b)", "(?i)", "(?x)#{99}", "$",
     "^", "|", "*", "+?", "\\p{L}", "\\N{DASH}", "\x00", "\u2028",
 ]  # fmt: skip
+# Whole patterns known to backtrack for ages on a long run of a's that cannot match.
+BACKTRACKING = ["^(a|aa)+$", "^(a+)+$", "(a|a)*b$", "^(a?){25}a{25}$", "^(\\w+\\s?)*$"]
 regexes = st.one_of(
+    st.sampled_from(BACKTRACKING),
     st.lists(st.sampled_from(REGEX_PIECES), max_size=12).map("".join),
     st.text(max_size=40),
     st.integers(1, 3000).map(lambda n: "a" * n),
@@ -307,13 +310,19 @@ messages = st.sampled_from([LONG_AS, "", "hello", "a" * 5000, "\u2028\x00", "aab
 
 def check_rule_file(path: Path, message: str) -> None:
     """The rules of the suite for one rule file: it loads, or is one clear ScriptError;
-    loaded, it answers ``message`` or says in one line which rule could not, quickly."""
+    loaded, its regexes are within ``output_regex``'s limits, and it answers ``message``
+    or says in one line which rule could not, quickly."""
+    from bat.evaluation.inputs.output_regex import check_regex
+
     started = time.monotonic()
     try:
         loaded = Rules.load(path)
     except ScriptError as exc:
         assert str(exc) and "\n" not in str(exc), exc
         return
+    for rule in loaded.root:
+        if rule.regex is not None:
+            check_regex(rule.regex)  # a ValueError here: a pattern past the limits loaded
     conversation = Conversation.of([{"role": "user", "content": message}])
     try:
         loaded.first(conversation)
@@ -341,7 +350,9 @@ def fuzz_rule_files(scratch: Path, examples: int) -> None:
     run()
 
 
-def test_fuzz_rule_files(tmp_path):
+def test_fuzz_rule_files(tmp_path, monkeypatch):
+    # A tenth of the time limit: the backtracking examples give up ten times sooner.
+    monkeypatch.setattr("bat.evaluation.inputs.output_regex.REGEX_TIME_LIMIT_S", 0.1)
     fuzz_rule_files(tmp_path, 150)
 
 
