@@ -163,6 +163,23 @@ def test_the_stand_in_on_its_own_refuses_a_fifo_at_once(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_a_rule_file_broken_after_eval_yaml_was_read_fails_that_model_in_one_line(tmp_path):
+    """The stand-in reads its rules again: a file turned into a FIFO since eval.yaml was
+    checked is an OperationError (that model cannot be evaluated) with the child's words,
+    at once, not a wait or a ValueError out of the run."""
+    from bat.errors import OperationError
+    from bat.evaluation.run.scripted_model import serving
+
+    fifo = tmp_path / "rules.yaml"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    with pytest.raises(OperationError) as caught, serving(fifo):
+        pytest.fail("the stand-in served a FIFO")
+    assert time.monotonic() - started < 10
+    assert "exited with status 2 before it served" in caught.value.message
+    assert any("not a regular file" in line for line in caught.value.details)
+
+
 # -- the regexes: output_regex's engine and limits ------------------------------------
 
 
@@ -400,13 +417,21 @@ def fuzz_eval_show(scratch: Path, examples: int) -> None:
     @given(document=rules, data=st.data())
     def run(document, data):
         text = fk.to_yaml(document)
-        if data.draw(st.booleans()):
+        mutated = data.draw(st.booleans())
+        if mutated:
             text = data.draw(fk.byte_mutations(text))
         (project / "rules.yaml").write_bytes(text)
         before = fk.snapshot(scratch)
         outcome = fk.run_in_process(["eval.show"], cwd=project, scratch=scratch)
-        fk.check_outcome(outcome, f"eval.show with the rule file {text[:300]!r}")
+        what = f"eval.show with the rule file {text[:300]!r}"
+        fk.check_outcome(outcome, what)
         assert not fk.changed_files(before, fk.snapshot(scratch)), outcome.describe()
+        if outcome.code == 0 and not mutated:  # accepted: no regex past the limits
+            from bat.evaluation.inputs.output_regex import check_regex
+
+            for rule in document:
+                if isinstance(rule.get("regex"), str):
+                    check_regex(rule["regex"])
 
     run()
 
