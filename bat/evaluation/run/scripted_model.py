@@ -412,7 +412,7 @@ def serving(rules_path: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> It
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        proc.stdout.close()
+        output.close()
 
 
 class _Output:
@@ -422,6 +422,7 @@ class _Output:
     def __init__(self, proc: subprocess.Popen) -> None:
         self.ready = threading.Event()
         self.lines: deque[str] = deque(maxlen=15)
+        self._stream = proc.stdout
         self._thread = threading.Thread(
             target=self._read, args=(proc.stdout,), name="bat-scripted-model-output", daemon=True
         )
@@ -434,7 +435,13 @@ class _Output:
                 if line.startswith("listening on "):
                     self.ready.set()
                 else:
-                    self.lines.append(line)
+                    self.lines.append(line[:500])
+
+    def close(self) -> None:
+        """Once the child has ended: its last output read, the pipe closed."""
+        self._thread.join(timeout=2)
+        if not self._thread.is_alive():
+            self._stream.close()
 
     def wait_ready(self, proc: subprocess.Popen, timeout_s: float, rules_path: Path) -> None:
         """Return once the child serves; OperationError when it ends or stalls first."""
