@@ -41,6 +41,10 @@ Keywords (case-sensitive, checked in this order; the first that applies wins):
 * ``MODEL?``: completes with ``model: <MODEL>/<MODEL_PROVIDER>`` (the environment's);
 * ``BASE_URL?``: completes with ``base_url: <BASE_URL> key: set|unset`` (whether
   ``OPENAI_API_KEY`` is set): where the agent's model calls would go;
+* ``CHAT <text>`` (at the start): one model call with <text> as the user message, to
+  ``BASE_URL`` in ``MODEL_PROVIDER``'s protocol (OpenAI's ``/chat/completions``, else
+  Ollama's ``/api/chat``); completes with ``model: <reply>``, or ``model error: <status>
+  <body>``: an agent that really asks its model, for a stand-in model's tests;
 * anything else: completes with ``echo: <text>``.
 
 ``python -m eval_fixtures.echo_agent [--port P] [--latency-ms N] [--answer-in MODE]
@@ -101,6 +105,9 @@ class EchoExecutor(AgentExecutor):
         if text.startswith("BREAK"):
             await turn.start()
             raise RuntimeError(text.removeprefix("BREAK").strip() or "broke")
+        if text.startswith("CHAT "):
+            await turn.answer(await ask_model(text.removeprefix("CHAT ")), self.answer_in)
+            return
         if text.startswith("STEP"):
             self.asked.add(context_id)
             step = Artifact(
@@ -153,6 +160,24 @@ class EchoExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise UnsupportedOperationError(message="the echo agent cannot cancel tasks")
+
+
+async def ask_model(text: str) -> str:
+    """One chat request to the model at BASE_URL, in MODEL_PROVIDER's protocol."""
+    import httpx
+
+    base = os.environ.get("BASE_URL", "").rstrip("/")
+    body = {"model": os.environ.get("MODEL", ""), "stream": False}
+    body["messages"] = [{"role": "user", "content": text}]
+    openai = os.environ.get("MODEL_PROVIDER") == "openai"
+    url = f"{base}/chat/completions" if openai else f"{base}/api/chat"
+    async with httpx.AsyncClient(timeout=60) as client:
+        response = await client.post(url, json=body)
+    if response.status_code != 200:
+        return f"model error: {response.status_code} {response.text[:300]}"
+    answer = response.json()
+    message = answer["choices"][0]["message"] if openai else answer["message"]
+    return f"model: {message['content']}"
 
 
 def reply_to(text: str, earlier: list[str]) -> str:

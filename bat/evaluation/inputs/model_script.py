@@ -21,7 +21,12 @@ answers, and with none the reply is ``echo: <last user message>``::
       reply: 'echo: {last}'
 
 * ``match`` / ``regex``: a substring / a regular expression searched in the text
-  ``scope`` names; neither: the rule matches anything.
+  ``scope`` names; neither: the rule matches anything. A ``regex`` is held to the limits
+  of a dataset's ``output_regex`` (:mod:`bat.evaluation.inputs.output_regex`: the
+  ``regex`` engine, at most 2,000 characters, counted repeats bounded, no recursion),
+  checked when the file is read, and each search has one second: a slower one (a
+  backtracking ``^(a+)+$`` on a long message) is :class:`RuleTooSlow`, which the server
+  answers with an error naming the rule instead of freezing.
 * ``scope``: ``last`` (default; the last user message) or ``prompt`` (the text of every
   message, system prompt included, joined by newlines).
 * ``reply``: the assistant's content, verbatim but for ``{last}`` and ``{first}`` (the
@@ -74,6 +79,11 @@ class ScriptError(ValueError):
     """A rule file that cannot be used, said in one line naming the rule and the key."""
 
 
+class RuleTooSlow(Exception):
+    """A rule's ``regex`` outran its time limit (or the engine's memory) on a message:
+    the conversation has no answer, said in one line naming the rule."""
+
+
 class _Strict(BaseModel):
     """A mapping of the rule file: exact types, no key unknown (a typo fails at load)."""
 
@@ -124,7 +134,7 @@ class Rule(_Strict):
     after_tool: str | None = Field(default=None, min_length=1)
     delay_ms: int = Field(default=0, ge=0, le=LONGEST_DELAY_MS)
 
-    _pattern: re.Pattern[str] | None = PrivateAttr(default=None)
+    _pattern: Any = PrivateAttr(default=None)  # a compiled ``regex`` pattern
 
     @classmethod
     def _unknown_keys(cls, unknown: list[str]) -> str:
@@ -143,12 +153,13 @@ class Rule(_Strict):
             raise ValueError(f"needs {' or '.join(repr(key) for key in self.ANSWERS)}")
         if self.match is not None and self.regex is not None:
             raise ValueError("give 'match' or 'regex', not both")
-        source = re.escape(self.match) if self.match is not None else self.regex
-        if source is not None:
+        if self.regex is not None:
+            from bat.evaluation.inputs.output_regex import compile_regex
+
             try:
-                self._pattern = re.compile(source)
-            except (re.error, OverflowError, RecursionError) as exc:
-                raise ValueError(f"regex: not a regular expression: {exc}") from None
+                self._pattern = compile_regex(self.regex)
+            except (ValueError, OverflowError, RecursionError, MemoryError) as exc:
+                raise ValueError(f"regex: {exc}") from None
         return self
 
     def matches(self, conversation: Conversation) -> bool:
@@ -163,7 +174,24 @@ class Rule(_Strict):
         return self._found_in(conversation.prompt if self.scope == "prompt" else conversation.last)
 
     def _found_in(self, text: str) -> bool:
-        return self._pattern is None or self._pattern.search(text) is not None
+        """Whether ``match`` or ``regex`` is in ``text``; a substring is found in linear
+        time, a regex within :data:`~bat.evaluation.inputs.output_regex.REGEX_TIME_LIMIT_S`
+        or :class:`RuleTooSlow`."""
+        if self.match is not None:
+            return self.match in text
+        if self._pattern is None:
+            return True
+        from bat.evaluation.inputs.output_regex import REGEX_TIME_LIMIT_S
+
+        try:
+            return self._pattern.search(text, timeout=REGEX_TIME_LIMIT_S) is not None
+        except TimeoutError:
+            raise RuleTooSlow(
+                f"regex took over {REGEX_TIME_LIMIT_S:g} s on this conversation: "
+                f"{_shown(self.regex)}"
+            ) from None
+        except (MemoryError, RecursionError) as exc:
+            raise RuleTooSlow(f"regex could not run ({type(exc).__name__})") from None
 
 
 class Rules(RootModel[list[Rule]]):
@@ -193,8 +221,10 @@ class Rules(RootModel[list[Rule]]):
             text = read_text(path, limit=CONFIG_LIMIT, kind="a model script")
             parse = parse_json if str(path).endswith(".json") else parse_yaml
             data = parse(text, path)
-        except InputError as exc:  # worded "<path>: what is wrong": the caller names it
-            raise ScriptError(exc.message.removeprefix(str(path)).lstrip(": ")) from None
+        except InputError as exc:  # worded "<path>: what is wrong" or "<path> is ...":
+            # the caller names the file ("script: rules.yaml: not a regular file ...")
+            words = exc.message.removeprefix(str(path)).lstrip(": ").removeprefix("is ")
+            raise ScriptError(words) from None
         return cls.from_data(data)
 
     @classmethod
@@ -206,9 +236,14 @@ class Rules(RootModel[list[Rule]]):
             raise ScriptError(_problem(exc)) from None
 
     def matching(self, conversation: Conversation) -> Iterator[tuple[int, Rule]]:
-        """The rules matching ``conversation``, with their positions, in order."""
+        """The rules matching ``conversation``, with their positions, in order;
+        :class:`RuleTooSlow`, naming the rule, when one cannot decide in time."""
         for index, rule in enumerate(self.root):
-            if rule.matches(conversation):
+            try:
+                found = rule.matches(conversation)
+            except RuleTooSlow as exc:
+                raise RuleTooSlow(f"rule {index}: {exc}") from None
+            if found:
                 yield index, rule
 
     def first(self, conversation: Conversation) -> Rule | None:

@@ -1,5 +1,9 @@
 """``output_regex``: which patterns a dataset may hold, and the limits they run under.
 
+The same rules hold for the ``regex`` of a stand-in model's rule file
+(:mod:`bat.evaluation.inputs.model_script`), which compiles through
+:func:`compile_regex` and searches with the same time limit.
+
 A pattern comes from a dataset file, so it is untrusted: a backtracking pattern such as
 ``^(a|aa)+$`` can take longer than the universe on a modest answer, and Python's ``re``
 cannot be interrupted (Ctrl-C waits for it). So patterns run on the ``regex`` engine,
@@ -12,6 +16,7 @@ before it sees a pattern.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from bat.figures import integer
 
@@ -25,6 +30,12 @@ _RECURSION = re.compile(r"(?<!\\)(?:\\\\)*\(\?(?:R|[+-]?\d+|&\w+|P>\w+)\)")
 
 def check_regex(pattern: str) -> None:
     """Raise ``ValueError`` for a pattern the verdict's engine cannot run safely."""
+    compile_regex(pattern)
+
+
+def compile_regex(pattern: str) -> Any:
+    """``pattern`` compiled by the ``regex`` engine once it passed the limits above, for
+    a search with ``timeout=REGEX_TIME_LIMIT_S``; ``ValueError`` for one that did not."""
     import regex
 
     if len(pattern) > REGEX_MAX_LENGTH:
@@ -41,7 +52,7 @@ def check_regex(pattern: str) -> None:
             "not allowed (one without progress fills the memory before it fails)"
         )
     try:
-        regex.compile(pattern)
+        return regex.compile(pattern)
     except regex.error as exc:
         raise ValueError(f"not a valid regular expression: {exc}") from None
 

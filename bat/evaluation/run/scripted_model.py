@@ -16,7 +16,8 @@ ids, so identical request sequences get byte-identical replies and a failing eva
 replays exactly. bat's own tests extend the class (``eval_fixtures/model_server.py``)
 with scripted failures and routes that observe and re-script a running server.
 
-``serving(FILE)`` runs it in a thread of bat for one model's run (``model_run``);
+``serving(FILE)`` runs it in a child process of bat for one model's run
+(``model_run``), so a rule's search never holds bat's interpreter;
 ``python -m bat.evaluation.run.scripted_model --port 0 --rules FILE`` serves a script
 on its own (to try one with curl while writing it), bound to 127.0.0.1 only, printing
 ``listening on http://127.0.0.1:PORT`` once it accepts connections.
@@ -28,9 +29,14 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import re
 import socket
-from collections import Counter
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +48,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from bat.evaluation.inputs.model_script import Conversation, Rule, Rules, ToolCall
+from bat.errors import OperationError
+from bat.evaluation.inputs.model_script import Conversation, Rule, Rules, RuleTooSlow, ToolCall
 
 HOST = "127.0.0.1"
 # A fixed clock and counted ids instead of time and random ids: identical request
@@ -260,7 +267,10 @@ class ScriptedModel:
         except BadRequest as exc:
             return wire.error(str(exc), 400)
         self.models.add(chat.model)
-        rule = self.choose(chat.conversation)
+        try:
+            rule = self.choose(chat.conversation)
+        except RuleTooSlow as exc:  # the script cannot answer: said, not frozen on
+            return wire.error(f"the stand-in model's script: {exc}", 500)
         if rule is not None and rule.delay_ms:
             await asyncio.sleep(rule.delay_ms / 1000)
         instead = self.instead_of_answer(request, rule, wire)
@@ -312,48 +322,143 @@ def _server(model: ScriptedModel, log_level: str = "warning") -> Any:
 
 
 def main(argv: list[str] | None = None, kind: type[ScriptedModel] = ScriptedModel) -> None:
-    """Parse the command line, listen, announce the address, serve until SIGINT/SIGTERM."""
+    """Parse the command line, listen, announce the address, serve until SIGINT/SIGTERM
+    (or, with ``--until-stdin-closes``, until standard input ends)."""
     parser = argparse.ArgumentParser(description=(kind.__doc__ or "").splitlines()[0])
     parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     parser.add_argument("--rules", type=Path, help="JSON or YAML rule file (default: echo)")
     parser.add_argument("--log-level", default="warning", help="uvicorn's log level")
+    # How bat serves a script: on the listening socket it bound (an inherited file
+    # descriptor), for as long as bat holds the other end of standard input.
+    parser.add_argument("--fd", type=int, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--until-stdin-closes", action="store_true", help="exit when standard input ends"
+    )
     args = parser.parse_args(argv)
     try:
         rules = kind.RULES.load(args.rules) if args.rules else kind.RULES.from_data([])
     except (OSError, ValueError) as exc:
         parser.error(f"--rules {args.rules}: {exc}")
     try:
-        sock = listen(args.port)
+        sock = socket.socket(fileno=args.fd) if args.fd is not None else listen(args.port)
     except OSError as exc:
         raise SystemExit(f"scripted_model: cannot listen on {HOST}:{args.port}: {exc}") from None
+    server = _server(kind(rules), args.log_level)
+    if args.until_stdin_closes:
+        threading.Thread(target=_exit_at_end_of_stdin, name="lifeline", daemon=True).start()
     print(f"listening on http://{HOST}:{sock.getsockname()[1]}", flush=True)
-    asyncio.run(_server(kind(rules), args.log_level).serve(sockets=[sock]))
+    asyncio.run(server.serve(sockets=[sock]))
+
+
+def _exit_at_end_of_stdin() -> None:
+    """End this process when its standard input ends: bat closed it, or bat is gone
+    (even by ``kill -9``), so a stand-in never outlives the bat that started it. At
+    once: a stand-in keeps nothing worth a graceful shutdown."""
+    with contextlib.suppress(OSError, ValueError):
+        while sys.stdin.buffer.read(4096):
+            pass
+    os._exit(0)
+
+
+#: How long bat waits for its stand-in model to serve (its start-up takes ~0.3 s).
+READY_TIMEOUT_S = 30.0
 
 
 @contextlib.contextmanager
-def serving(rules_path: Path) -> Iterator[str]:
-    """Serve the rules of ``rules_path`` on a free port of 127.0.0.1 in a thread of this
-    process, for as long as the block runs; yields the server's address.
+def serving(rules_path: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> Iterator[str]:
+    """Serve the rules of ``rules_path`` on a free port of 127.0.0.1 in a child process,
+    for as long as the block runs; yields the server's address.
 
-    For a model's ``script:`` in eval.yaml: bat answers the agent's model calls itself,
-    so no second process has to be started, waited for and stopped. The socket is bound
-    before the thread starts, so the address works at once.
+    For a model's ``script:`` in eval.yaml. A child, not a thread of bat: a rule's
+    search runs where it cannot hold bat's interpreter, so Ctrl-C always reaches bat and
+    a pathological pattern costs at most the stand-in's answer, never bat itself. bat
+    binds the socket and hands it over, so the address is known before the child starts;
+    the block begins once the child serves. The child reads the rules again (they were
+    checked with eval.yaml) and ends when bat closes its standard input, or dies.
     """
-    import threading
-
-    rules = Rules.load(rules_path)
     sock = listen(0)
-    server = _server(ScriptedModel(rules))
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="bat-scripted-model", daemon=True
-    )
-    thread.start()
+    address = f"http://{HOST}:{sock.getsockname()[1]}"
+    lifeline, keep = os.pipe()
+    command = [sys.executable, "-P", "-m", "bat.evaluation.run.scripted_model"]
+    command += ["--fd", str(sock.fileno()), "--until-stdin-closes"]
+    command += ["--rules", str(Path(rules_path).resolve())]
+    # The child imports the bat this process runs, wherever it was imported from.
+    here = str(Path(__file__).resolve().parents[3])
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
     try:
-        yield f"http://{HOST}:{sock.getsockname()[1]}"
+        proc = subprocess.Popen(
+            command,
+            env={**os.environ, "PYTHONPATH": path},
+            stdin=lifeline,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(sock.fileno(),),
+            start_new_session=True,  # the terminal's Ctrl-C is bat's to handle
+        )
+    except BaseException:
+        os.close(keep)
+        raise
     finally:
-        server.should_exit = True
-        thread.join(timeout=5)
-        sock.close()
+        os.close(lifeline)
+        sock.close()  # the child's now: if it dies, the agent is refused, not left waiting
+    output = _Output(proc)
+    try:
+        output.wait_ready(proc, ready_timeout_s, rules_path)
+        yield address
+    finally:
+        os.close(keep)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        output.close()
+
+
+class _Output:
+    """What the stand-in prints, read by a thread (a full pipe would stall it): its
+    ready line, and the last lines for a message if it ends too soon."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.ready = threading.Event()
+        self.lines: deque[str] = deque(maxlen=15)
+        self._stream = proc.stdout
+        self._thread = threading.Thread(
+            target=self._read, args=(proc.stdout,), name="bat-scripted-model-output", daemon=True
+        )
+        self._thread.start()
+
+    def _read(self, stream: Any) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            for raw in stream:
+                line = raw.decode("utf-8", "replace").rstrip()
+                if line.startswith("listening on "):
+                    self.ready.set()
+                else:
+                    self.lines.append(line[:500])
+
+    def close(self) -> None:
+        """Once the child has ended: its last output read, the pipe closed."""
+        self._thread.join(timeout=2)
+        if not self._thread.is_alive():
+            self._stream.close()
+
+    def wait_ready(self, proc: subprocess.Popen, timeout_s: float, rules_path: Path) -> None:
+        """Return once the child serves; OperationError when it ends or stalls first."""
+        deadline = time.monotonic() + timeout_s
+        while not self.ready.wait(0.05):
+            if proc.poll() is not None:
+                self._thread.join(timeout=1)  # its last words
+                raise OperationError(
+                    f"the stand-in model of {rules_path} exited with status "
+                    f"{proc.returncode} before it served",
+                    details=list(self.lines),
+                )
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise OperationError(
+                    f"the stand-in model of {rules_path} did not serve within {timeout_s:g} s"
+                )
 
 
 if __name__ == "__main__":

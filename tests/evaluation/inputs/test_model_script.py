@@ -125,7 +125,10 @@ def test_a_stand_in_script_refuses_the_test_servers_failures(rule):
         (["reply: x"], "rule 0: expected a mapping, got 'reply: x'"),
         ([{"reply": "x"}, {"match": "y"}], "rule 1: needs 'reply' or 'tool_calls'"),
         ([{"reply": 5}], "rule 0: reply: Input should be a valid string"),
-        ([{"reply": "x", "regex": "("}], "rule 0: regex: not a regular expression: missing )"),
+        (
+            [{"reply": "x", "regex": "("}],
+            "rule 0: regex: not a valid regular expression: missing )",
+        ),
         ([{"reply": "x", "match": "a", "regex": "b"}], "rule 0: give 'match' or 'regex', not"),
         ([{"reply": "x", "scope": "all"}], "rule 0: scope: Input should be 'last' or 'prompt'"),
         ([{"reply": "x", "delay_ms": True}], "rule 0: delay_ms: Input should be a valid integer"),
