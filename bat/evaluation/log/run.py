@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from bat.atomic import write_private
@@ -110,7 +110,8 @@ class RunRecord(BaseModel):
     dataset: str | None = None
     dataset_sha256: str | None = None
     tasks: list[str] = Field(default_factory=list)  # task ids, in the dataset's order
-    k: int = 1
+    # attempts per task, bounded as eval.yaml bounds it: eval.merge plans tasks × k
+    k: StrictInt = Field(default=1, ge=1, le=1000)
     models: list[ModelEntry] = Field(default_factory=list)
     versions: dict[str, str | None] = Field(default_factory=dict)
     infra_failures: int | None = None  # left when the run ended

@@ -7,13 +7,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bat.errors import UsageError
 from bat.evaluation.inputs.shards import Shard
+from tests.conftest import run_bat
 from tests.evalkit import make_project, run_dirs, start_bat
 
 # Two models (the echo agent says which it is), a task that fails, one the agent errs on.
@@ -430,3 +433,125 @@ def test_a_run_json_that_is_a_fifo_is_not_opened(sharded, bat, tmp_path):
     assert not target.exists()
     found = bat("eval.summarize", "--run", str(old), cwd=sharded[0] / "whole", timeout=15)
     assert found.code == 2 and "Traceback" not in found.err, found.err
+
+
+# --- eval.merge under generated damage (Hypothesis) -------------------------------------------
+
+DROP = object()  # a key taken out of run.json
+ODD = st.one_of(
+    st.just(DROP),
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 5),
+    st.integers(10**4, 10**15),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=6),
+    st.lists(st.integers(0, 3), max_size=2),
+    st.dictionaries(st.sampled_from(["index", "total", "of", "x"]), st.integers(-1, 4), max_size=3),
+)
+EPISODE_CHANGES = ["delete", "double", "stranger", "move"]
+RECORD_KEYS = [("shard", "index"), ("shard", "total"), ("shard",), ("k",), ("tasks",), ("status",)]
+MERGE_CASES = st.fixed_dictionaries(
+    {
+        "shard": st.integers(0, 2),  # the shard that is damaged
+        "record": st.lists(st.tuples(st.sampled_from(RECORD_KEYS), ODD), max_size=2),
+        "episodes": st.lists(
+            st.tuples(
+                st.sampled_from(["delete", "double", "stranger", "move"]), st.integers(0, 99)
+            ),
+            max_size=3,
+        ),
+        "partial": st.booleans(),
+    }
+)
+MERGE_FUZZ = settings(
+    max_examples=int(25 * float(os.environ.get("FUZZ_SCALE", "1"))),
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=False,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+def damaged(shards, scratch, case) -> list:
+    """Copies of the three shards with ``case``'s damage done to one of them."""
+    copies = [shutil.copytree(s, scratch / f"shard-{n}") for n, s in enumerate(shards, 1)]
+    victim, neighbour = copies[case["shard"]], copies[(case["shard"] + 1) % 3]
+    path = victim / "run.json"
+    record = json.loads(path.read_text())
+    for keys, value in case["record"]:
+        holder = record
+        for key in keys[:-1]:
+            holder = holder.setdefault(key, {}) if isinstance(holder.get(key), dict) else {}
+        if value is DROP:
+            holder.pop(keys[-1], None)
+        else:
+            holder[keys[-1]] = value
+    path.write_text(json.dumps(record))
+    for change, n in case["episodes"]:
+        files = sorted(victim.glob("*/episodes/*.json"))
+        if not files:
+            break
+        episode = files[n % len(files)]
+        elsewhere = neighbour / episode.relative_to(victim)
+        if change == "delete":
+            episode.unlink()
+        elif change == "double":
+            shutil.copy(episode, elsewhere)
+        elif change == "stranger":
+            shutil.copy(episode, episode.with_name(f"stranger-{n}__try1.json"))
+        else:
+            episode.replace(elsewhere)
+    return copies
+
+
+def check_merge(result, target, partial: bool) -> None:
+    """A merge ends whole or not at all: exit 0 and the complete run; with --partial, exit
+    3 and a run marked partial listing what it lacks; else exit 2 with one ``bat: error:``
+    line and no folder at ``target``. Never a traceback."""
+    assert "Traceback" not in result.err, result.err
+    planned = len(TASKS) * 2 * len(MODELS)
+    if result.code == 0 or (partial and result.code == 3):
+        (merged,) = run_dirs_in(target)
+        record = json.loads((merged / "run.json").read_text())
+        missing = record.get("missing_episodes") or []
+        assert len(episodes_of(merged)) + len(missing) == planned
+        assert (record["status"] == "partial") == (result.code == 3)
+        assert bool(missing) == (result.code == 3)
+        return
+    assert result.code == 2, result.out + result.err
+    lines = result.err.strip().splitlines()
+    headlines = [line for line in lines if line.startswith("bat: error: ")]
+    assert len(headlines) == 1, result.err
+    assert all(line.startswith(("bat: error: ", "warning: ")) for line in lines), result.err
+    assert not target.exists()
+
+
+@given(case=MERGE_CASES)
+@MERGE_FUZZ
+def test_any_damage_to_the_shards_merges_whole_or_not_at_all(sharded, case):
+    _, _, _, shards = sharded
+    with tempfile.TemporaryDirectory() as scratch:
+        copies = damaged(shards, Path(scratch), case)
+        target = Path(scratch) / "out"
+        flags = ["--partial"] if case["partial"] else []
+        result = merge_into(run_bat, sharded, copies, target, *flags, timeout=20)
+        check_merge(result, target, case["partial"])
+
+
+def test_the_merge_check_can_fail(sharded, monkeypatch, tmp_path):
+    """The canary: with a shard reader that fails as main's did (a bare ValueError for
+    ``"index": "x"``), the same check reports the traceback instead of passing it."""
+
+    def broken(cls, data):
+        raise ValueError(f"invalid literal for int() with base 10: {data!r}")
+
+    monkeypatch.setattr(Shard, "from_record", classmethod(broken))
+    _, _, _, shards = sharded
+    case = {"shard": 0, "record": [], "episodes": [], "partial": False}
+    copies = damaged(shards, tmp_path, case)
+    target = tmp_path / "out"
+    result = merge_into(run_bat, sharded, copies, target)
+    with pytest.raises(AssertionError):
+        check_merge(result, target, partial=False)
