@@ -555,3 +555,20 @@ def test_the_merge_check_can_fail(sharded, monkeypatch, tmp_path):
     result = merge_into(run_bat, sharded, copies, target)
     with pytest.raises(AssertionError):
         check_merge(result, target, partial=False)
+
+
+def test_a_merge_that_fails_half_way_leaves_nothing_behind(sharded, bat, tmp_path, monkeypatch):
+    """The disk fills while run.json is written, after every episode was copied: no
+    half-made run is left, nor the -o folders the merge made."""
+    from bat.evaluation.log import run as rundir
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device", "run.json")
+
+    monkeypatch.setattr(rundir, "write_run", full)
+    _, _, _, shards = sharded
+    target = tmp_path / "out" / "deeper"
+    result = merge_into(bat, sharded, shards, target)
+    assert result.code != 0 and "Traceback" not in result.err, result.err
+    assert "No space left on device" in result.err
+    assert not (tmp_path / "out").exists(), sorted((tmp_path / "out").rglob("*"))
