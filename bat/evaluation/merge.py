@@ -97,8 +97,9 @@ def _build(parts: list[Part], plan: Plan, output_dir: Path, scrubber: Scrubber) 
     into place whole; on any failure every folder this made is removed again."""
     made = _missing_folders(output_dir)
     target = rundir.new_run_dir(output_dir, parts[0].record.run_name)  # the name, reserved
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".merging", dir=output_dir))
-    try:
+    work: Path | None = None
+    try:  # hidden, beside the target: no reader takes it for a run
+        work = Path(tempfile.mkdtemp(prefix=f".{target.name}.merging-", dir=output_dir))
         record = _merged_record(target.name, parts, plan.missing)
         for source, relative in plan.copies:
             _copy(source, work / relative)
@@ -117,7 +118,8 @@ def _build(parts: list[Part], plan: Plan, output_dir: Path, scrubber: Scrubber) 
         os.chmod(work, target.stat().st_mode & 0o777)
         os.replace(work, target)  # the reserved folder is empty: replaced in one step
     except BaseException:
-        shutil.rmtree(work, ignore_errors=True)  # a merge half made is no run
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)  # a merge half made is no run
         for folder in (target, *made):
             with contextlib.suppress(OSError):
                 folder.rmdir()
