@@ -12,21 +12,40 @@ and Python's versions, and the shards' cards on what ``eval.compare`` calls comp
 The slices must be those of one plan: the same number of slices, each exactly once. A
 missing or doubled slice, or a shard that has not ended, is an error naming it, and
 nothing is written.
+
+What the shards hold is checked against that plan too, before anything is written: every
+episode file is one the plan gives its shard's slice (a task outside the dataset, an
+attempt beyond k, an episode of another slice is refused), and every planned episode is
+there, once. A run with episodes missing is refused, naming a few and counting the rest,
+unless ``--partial`` asks for it: run.json then says ``partial`` and lists them
+(``missing_episodes``), so the gates call its numbers incomplete (exit 3). Files in a
+shard that are not regular files (a FIFO, a device) are never opened: skipped with a
+warning (and missing, if the plan wanted an episode there).
+
+The merged folder is built beside its final name and renamed into place at the end, so
+a merge that fails half-way (a full disk, Ctrl-C) leaves nothing behind.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bat.atomic import write_bytes_atomic
 from bat.errors import InputError
+from bat.evaluation.inputs.dataset import file_stem
 from bat.evaluation.inputs.shards import Shard
 from bat.evaluation.log import card as cards
 from bat.evaluation.log import layout
 from bat.evaluation.log import run as rundir
+from bat.evaluation.log.files import not_regular, read_regular
 from bat.evaluation.log.run import ModelEntry, RunRecord
+from bat.figures import counted
 from bat.secrets import Scrubber
 
 ENDED = ("completed", "partial", "failed")
@@ -42,29 +61,86 @@ class Part:
     shard: Shard
 
 
-def merge(run_dirs: list[Path], output_dir: Path, scrubber: Scrubber) -> Path:
+@dataclass
+class Plan:
+    """What the merged run is made of: the episode files to copy (source, and the path
+    in the merged run), and the planned episodes no shard holds."""
+
+    copies: list[tuple[Path, str]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+SHOWN = 3  # missing episodes named in the error; the rest are counted
+
+
+def merge(
+    run_dirs: list[Path],
+    output_dir: Path,
+    scrubber: Scrubber,
+    *,
+    partial: bool = False,
+    warn: Callable[[str], None] | None = None,
+) -> Path:
     """Merge the shards ``run_dirs`` into a new run folder under ``output_dir``; its path.
-    What is rewritten (run.json, card.json) goes through ``scrubber``."""
+    What is rewritten (run.json, card.json) goes through ``scrubber``; ``partial``: merge
+    even with planned episodes missing (run.json says so); ``warn``: told of each file
+    skipped because it is not a regular file."""
     parts = check(run_dirs)
-    target = rundir.new_run_dir(output_dir, parts[0].record.run_name)
-    try:
-        record = _merged_record(target.name, parts)
+    plan = planned(parts, warn or (lambda line: None))
+    if plan.missing and not partial:
+        raise InputError(missing_line(plan.missing))
+    return _build(parts, plan, output_dir, scrubber)
+
+
+def _build(parts: list[Part], plan: Plan, output_dir: Path, scrubber: Scrubber) -> Path:
+    """The merged run, written into a temporary folder beside its final name and renamed
+    into place whole; on any failure every folder this made is removed again."""
+    made = _missing_folders(output_dir)
+    target = rundir.new_run_dir(output_dir, parts[0].record.run_name)  # the name, reserved
+    work: Path | None = None
+    try:  # hidden, beside the target: no reader takes it for a run
+        work = Path(tempfile.mkdtemp(prefix=f".{target.name}.merging-", dir=output_dir))
+        record = _merged_record(target.name, parts, plan.missing)
+        for source, relative in plan.copies:
+            _copy(source, work / relative)
         for index, model in enumerate(record.models):
             for part in parts:
                 source = rundir.model_dir(part.run_dir, part.record.models[index], index)
-                _copy_episodes(source, target / model.dir, part)
+                _copy_retried(source, work / model.dir, part)
                 log = layout.agent_log(part.run_dir, model.dir)
-                if log.is_file() and not log.is_symlink():
-                    _copy(log, layout.shard_agent_log(target, model.dir, part.shard.index))
+                if _regular(log):
+                    _copy(log, layout.shard_agent_log(work, model.dir, part.shard.index))
         snapshot = layout.tasks_snapshot(parts[0].run_dir)
-        if snapshot.is_file() and not snapshot.is_symlink():
-            _copy(snapshot, layout.tasks_snapshot(target))
-        rundir.write_run(target, record, scrubber=scrubber)
-        _merged_card(target, parts, record, scrubber)
+        if _regular(snapshot):
+            _copy(snapshot, layout.tasks_snapshot(work))
+        rundir.write_run(work, record, scrubber=scrubber)
+        _merged_card(work, parts, record, scrubber)
+        os.chmod(work, target.stat().st_mode & 0o777)
+        os.replace(work, target)  # the reserved folder is empty: replaced in one step
     except BaseException:
-        shutil.rmtree(target, ignore_errors=True)  # a merge half made is no run
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)  # a merge half made is no run
+        for folder in (target, *made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         raise
     return target
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, deepest first: what a
+    failed merge removes again."""
+    missing = []
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            break
+        missing.append(candidate)
+    return missing
+
+
+def _regular(path: Path) -> bool:
+    """A regular file, not a link: what a merge copies of a shard's own files."""
+    return not path.is_symlink() and path.is_file()
 
 
 def check(run_dirs: list[Path]) -> list[Part]:
@@ -152,7 +228,7 @@ def _what_is_run(config: dict) -> dict:
     return {**config, "evaluation": evaluation}
 
 
-def _merged_record(run_id: str, parts: list[Part]) -> RunRecord:
+def _merged_record(run_id: str, parts: list[Part], missing: list[str]) -> RunRecord:
     first = parts[0].record
     record = first.model_copy(deep=True)
     record.run_id = run_id
@@ -168,6 +244,9 @@ def _merged_record(run_id: str, parts: list[Part]) -> RunRecord:
     record.status = (
         "failed" if len(lost) == len(record.models) else "partial" if lost else "completed"
     )
+    record.missing_episodes = list(missing) or None
+    if missing and record.status == "completed":
+        record.status = "partial"  # merged with --partial: readers and gates know
     return record
 
 
@@ -189,27 +268,84 @@ def _merged_model(index: int, parts: list[Part]) -> ModelEntry:
     return merged
 
 
-def _copy_episodes(source: Path, target: Path, part: Part) -> None:
-    """The episode files of one shard's model folder (and the earlier records it kept)."""
-    for folder in (layout.episodes_dir, layout.retried_dir):
-        found = folder(source)
-        if found.is_symlink() or not found.is_dir():
-            continue
-        for path in sorted(found.iterdir()):
-            if path.is_symlink() or not path.is_file():
+def planned(parts: list[Part], warn: Callable[[str], None]) -> Plan:
+    """The episode files of the shards, checked against the run's plan (see the module):
+    each one the plan gives its shard's slice, else an InputError naming it; and the
+    planned episodes missing (none of a model that could not be evaluated in a shard: the
+    run says so already)."""
+    first = parts[0].record
+    stems = [file_stem(task) for task in first.tasks]
+    count, k = len(stems), first.k
+    plan = Plan()
+    for index, model in enumerate(first.models):
+        names = {
+            f"{stem}__try{attempt}.json": (attempt, task)
+            for attempt in range(1, k + 1)
+            for task, stem in enumerate(stems)
+        }
+        for part in parts:
+            entry = part.record.models[index]
+            found = set()
+            model_dir = rundir.model_dir(part.run_dir, entry, index)
+            for path in layout.episode_files(model_dir):
+                relative = f"{model.dir}/{layout.EPISODES_DIR}/{path.name}"
+                kind = not_regular(path)
+                if kind is not None:
+                    warn(f"{path} is {kind}, not an episode file: skipped (never opened)")
+                    continue
+                if path.name not in names:
+                    raise InputError(
+                        f"{part.run_dir.name}/{relative} is not in the run's plan (its "
+                        f"{counted(count, 'task')} × k = {k}): not an episode of this run"
+                    )
+                attempt, task = names[path.name]
+                if not part.shard.keeps(index, attempt, task, count, k):
+                    raise InputError(
+                        f"{part.run_dir.name}/{relative} is not of slice {part.shard}, the "
+                        "slice that shard ran: the shards' files were mixed up"
+                    )
+                found.add(path.name)
+                plan.copies.append((path, relative))
+            if entry.status == "failed":
                 continue
-            destination = folder(target) / path.name
-            if destination.exists():
-                raise InputError(
-                    f"{path.name} of {target.name} is in two shards (the second in "
-                    f"{part.run_dir.name}): the slices overlap"
-                )
-            _copy(path, destination)
+            for name, (attempt, task) in names.items():
+                if name not in found and part.shard.keeps(index, attempt, task, count, k):
+                    plan.missing.append(f"{model.dir}/{layout.EPISODES_DIR}/{name}")
+    return plan
+
+
+def missing_line(missing: list[str]) -> str:
+    """The error of a merge with planned episodes missing: a few named, the rest counted."""
+    shown = ", ".join(missing[:SHOWN])
+    more = f" and {len(missing) - SHOWN} more" if len(missing) > SHOWN else ""
+    return (
+        f"{counted(len(missing), 'planned episode')} missing: {shown}{more} (finish the "
+        "shard that lacks them with bat eval.run --resume RUN, or merge what there is "
+        "with --partial)"
+    )
+
+
+def _copy_retried(source: Path, target: Path, part: Part) -> None:
+    """The earlier records a shard's ``--retry-infra`` kept (``retried/``)."""
+    found = layout.retried_dir(source)
+    if found.is_symlink() or not found.is_dir():
+        return
+    for path in sorted(found.iterdir()):
+        if not _regular(path):
+            continue
+        destination = layout.retried_dir(target) / path.name
+        if destination.exists():
+            raise InputError(
+                f"{path.name} of {target.name} is in two shards (the second in "
+                f"{part.run_dir.name}): the slices overlap"
+            )
+        _copy(path, destination)
 
 
 def _copy(source: Path, destination: Path) -> None:
     destination.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomic(destination, source.read_bytes(), mode=source.stat().st_mode & 0o777)
+    mode = source.stat().st_mode & 0o777
+    write_bytes_atomic(destination, read_regular(source), mode=mode)
 
 
 def _merged_card(target: Path, parts: list[Part], record: RunRecord, scrubber: Scrubber) -> None:

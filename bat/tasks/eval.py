@@ -490,13 +490,22 @@ def compare(
         "runs": "The shards' run folders (or run ids under output_dir), one for each slice.",
         "output": "The folder to write the merged run into (default: output_dir).",
         "gate": "A gate, 'FIGURE OP NUMBER' (repeatable), beside eval.yaml's gates.",
+        "partial": "Merge even with planned episodes missing; run.json then says partial.",
     },
 )
-def merge(c: Context, runs: str, output: str | None = None, gate: list[str] | None = None) -> None:
+def merge(
+    c: Context,
+    runs: str,
+    output: str | None = None,
+    gate: list[str] | None = None,
+    partial: bool = False,
+) -> None:
     """Put the shards of a run (eval.run --shard I/N) back together into one run folder.
 
     The shards must be one plan's slices, each once, of the same dataset, eval.yaml and
-    versions (else one line says what does not fit, and nothing is written). The merged
+    versions, holding every planned episode of their slice and nothing else (else one
+    line says what does not fit, and nothing is written). --partial merges a run with
+    episodes missing, marked partial (its numbers are incomplete: exit 3). The merged
     run is then summarized, gated and plotted as after eval.run (its post tasks), with
     eval.run's exit statuses.
     """
@@ -515,7 +524,7 @@ def merge(c: Context, runs: str, output: str | None = None, gate: list[str] | No
     folders = [_shard_folder(c, reference) for reference in references]
     ctx = context(c)
     target = Path(output) if output else ctx.resolved.output_dir
-    merged = merge_runs(folders, target, ctx.scrubber)
+    merged = merge_runs(folders, target, ctx.scrubber, partial=partial, warn=ctx.warn)
     print(f"Merged {counted(len(folders), 'shard')} into {merged}")
     ctx.plot_folder = target
     ctx.cli_gates = list(cli_gates)

@@ -269,12 +269,18 @@ class TaskSpec(_Strict):
         (``a/b``). Two ids share a stem only if their hashes collide, which
         :class:`Dataset` refuses.
         """
-        safe = re.sub(r"[^A-Za-z0-9._-]", "_", self.id).lstrip(".") or "task"
-        plain = safe == self.id and len(safe) <= STEM_MAX_LENGTH
-        if plain and not _HASHED.fullmatch(safe):
-            return safe
-        digest = hashlib.sha256(self.id.encode()).hexdigest()[:8]
-        return f"{safe[:STEM_MAX_LENGTH]}-{digest}"
+        return file_stem(self.id)
+
+
+def file_stem(task_id: str) -> str:
+    """:attr:`TaskSpec.file_stem` of the id ``task_id`` (``eval.merge`` knows a run's
+    tasks by the ids its run.json lists)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", task_id).lstrip(".") or "task"
+    plain = safe == task_id and len(safe) <= STEM_MAX_LENGTH
+    if plain and not _HASHED.fullmatch(safe):
+        return safe
+    digest = hashlib.sha256(task_id.encode()).hexdigest()[:8]
+    return f"{safe[:STEM_MAX_LENGTH]}-{digest}"
 
 
 class Dataset(BaseModel):

@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from bat.errors import UsageError
+from bat.evaluation.log.run import SHARDS_MOST
 from bat.figures import integer
 from bat.numbers import whole_number
 
 _FORM = re.compile(r"^\s*([0-9]+|auto)\s*(?:/\s*([0-9]+)\s*)?$", re.ASCII)
-MOST = 10_000  # slices: more would be one machine per episode of any real run
+MOST = SHARDS_MOST  # slices: more would be one machine per episode of any real run
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,12 @@ class Shard:
 
     @classmethod
     def from_record(cls, data: Mapping[str, Any] | None) -> Shard | None:
-        """The shard run.json records (``{"index", "total"}``), or None."""
-        if not data:
+        """The shard run.json records (``{"index", "total"}``), or None. The log's model
+        (:class:`~bat.evaluation.log.run.RunRecord`) has checked it when run.json was
+        read: whole numbers, 1 <= index <= total <= :data:`MOST`."""
+        if data is None:
             return None
-        return cls(int(data["index"]), int(data["total"]))
+        return cls(data["index"], data["total"])
 
     def record(self) -> dict[str, Any]:
         return {"index": self.index, "total": self.total, "of": PLAN}

@@ -22,6 +22,8 @@ import json
 from pathlib import Path
 
 from bat.atomic import write_private
+from bat.errors import InputError
+from bat.evaluation.log.files import read_regular
 
 CACHE_SCHEMA = "bat.judge-cache/1"
 
@@ -44,9 +46,9 @@ class JudgeCache:
 
     def get(self, key: str) -> str | None:
         """The judge's cached reply, or None (absent or unreadable: judge again)."""
-        try:
-            data = json.loads(self.path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        try:  # a FIFO in the cache folder is never opened (read_regular)
+            data = json.loads(read_regular(self.path(key)).decode("utf-8"))
+        except (OSError, ValueError, InputError):
             return None
         if not isinstance(data, dict) or data.get("key") != key:
             return None

@@ -15,15 +15,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from bat.atomic import write_private
 from bat.errors import InputError
 from bat.evaluation.log import layout
+from bat.evaluation.log.files import read_regular
+from bat.numbers import whole_number
 from bat.secrets import Scrubber
 
 RUN_SCHEMA = "bat.run/1"
 RUN_FILE = layout.RUN_FILE
+SHARDS_MOST = 10_000  # slices of one run: more would be one machine per episode of any run
 
 
 def now_iso() -> str:
@@ -59,7 +63,8 @@ def find_run(output_dir: Path, run: str | None) -> Path:
                 return candidate
         looked = " and ".join(str(candidate / RUN_FILE) for candidate in candidates)
         raise InputError(f"no run {run!r} (looked for {looked})")
-    runs = sorted(p for p in output_dir.glob(f"*/{RUN_FILE}")) if output_dir.is_dir() else []
+    found = output_dir.glob(f"*/{RUN_FILE}") if output_dir.is_dir() else []
+    runs = sorted(p for p in found if p.is_file())  # a FIFO named run.json is no run
     if not runs:
         raise InputError(f"no runs in {output_dir} yet (bat eval.run makes one)")
     return runs[-1].parent
@@ -105,7 +110,8 @@ class RunRecord(BaseModel):
     dataset: str | None = None
     dataset_sha256: str | None = None
     tasks: list[str] = Field(default_factory=list)  # task ids, in the dataset's order
-    k: int = 1
+    # attempts per task, bounded as eval.yaml bounds it: eval.merge plans tasks × k
+    k: StrictInt = Field(default=1, ge=1, le=1000)
     models: list[ModelEntry] = Field(default_factory=list)
     versions: dict[str, str | None] = Field(default_factory=dict)
     infra_failures: int | None = None  # left when the run ended
@@ -115,6 +121,27 @@ class RunRecord(BaseModel):
     shard: dict[str, Any] | None = None
     # The shards a merged run was made of (eval.merge): [{run, shard}], in slice order.
     merged_from: list[dict[str, Any]] | None = None
+    # The planned episodes a merged run lacks (eval.merge --partial; its status is then
+    # partial): their files, relative to the run folder. None: none is missing.
+    missing_episodes: list[str] | None = None
+
+    @field_validator("shard", mode="before")
+    @classmethod
+    def _one_slice(cls, value: Any) -> Any:
+        """``shard`` is a slice or nothing: ``eval.merge`` and ``--resume`` count with it,
+        so a hand-edited ``"index": true`` or ``"total": 10**12`` is refused here, once,
+        for every reader, naming the key."""
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            given = json.dumps(value)[:40] if isinstance(value, str | list) else value
+            raise PydanticCustomError(
+                "shard", "expected an object {index, total}, got {given}", {"given": given}
+            )
+        index = _slice_number(value, "index", SHARDS_MOST)
+        _slice_number(value, "total", SHARDS_MOST)
+        _slice_number(value, "index", value["total"])
+        return {**value, "index": index}
 
     def timestamp_utc(self) -> str | None:
         """When the run started, as bat-cli wrote it (``20261201_033109``)."""
@@ -123,6 +150,23 @@ class RunRecord(BaseModel):
         except ValueError:
             return None
         return started.astimezone(UTC).strftime("%Y%m%d_%H%M%S")
+
+
+def _slice_number(shard: dict[str, Any], key: str, highest: int) -> int:
+    """``shard[key]``: a JSON whole number (not a bool, a float or text) from 1 to
+    ``highest`` (:func:`bat.numbers.whole_number`'s rule); else a located error."""
+    given = shard.get(key)
+    problem = None
+    if key not in shard:
+        problem = "missing"
+    elif isinstance(given, bool) or not isinstance(given, int):
+        problem = f"expected a whole number, got {json.dumps(given)[:40]}"
+    else:
+        try:
+            return whole_number(given, lowest=1, highest=highest)
+        except ValueError as error:
+            problem = str(error)
+    raise PydanticCustomError("shard", "{key}: {problem}", {"key": key, "problem": problem})
 
 
 def read_run(run_dir: Path) -> RunRecord:
@@ -134,7 +178,7 @@ def read_versioned(path: Path, model: type[Any], schema: str, noun: str) -> Any:
     """One of the run folder's JSON files of ``schema`` (or without a schema key), read
     as ``model``; an InputError names the file and its first problem."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path).decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(f"{path} cannot be read: {exc}") from None
     if not isinstance(data, dict):

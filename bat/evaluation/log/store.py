@@ -42,7 +42,7 @@ from bat.evaluation.log.episode import (
     EpisodeResult,
     Verdict,
 )
-from bat.evaluation.log.files import SURROGATE_ESCAPE, read_json_object
+from bat.evaluation.log.files import SURROGATE_ESCAPE, read_json_object, read_regular
 from bat.evaluation.log.outcome import episode_outcome
 from bat.evaluation.log.scores import JudgeScores
 from bat.evaluation.log.summary import (
@@ -78,7 +78,7 @@ def write_json(path: Path, content: dict[str, Any], *, scrubber: Scrubber) -> Pa
 def read_episode(path: Path) -> EpisodeResult:
     """One episode file (any version bat wrote); an InputError names what is wrong."""
     try:
-        data = path.read_bytes()
+        data = read_regular(path)
     except OSError as exc:
         raise InputError(f"{path} cannot be read: {exc.strerror or exc}") from None
     try:

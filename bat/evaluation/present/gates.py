@@ -307,14 +307,21 @@ def trust_problems(
     run_dir: Path, max_infra_failures: int, infra: store.InfraCache | None = None
 ) -> list[str]:
     """Why a run's numbers are not to be trusted (empty: they are): a model that could
-    not be evaluated, or more infrastructure failures than ``max_infra_failures``
-    (``infra``: what the stages before counted, while the episodes are unchanged)."""
+    not be evaluated, planned episodes missing (``eval.merge --partial``), or more
+    infrastructure failures than ``max_infra_failures`` (``infra``: what the stages
+    before counted, while the episodes are unchanged)."""
     record = rundir.read_run(run_dir)
     problems = [
         f"{model.label} could not be evaluated: {model.reason}"
         for model in record.models
         if model.status == "failed"
     ]
+    if record.missing_episodes:  # eval.merge --partial
+        problems.append(
+            f"{counted(len(record.missing_episodes), 'planned episode')} missing "
+            f"(merged with --partial): {', '.join(record.missing_episodes[:3])}"
+            + (" …" if len(record.missing_episodes) > 3 else "")
+        )
     counts = {
         model.label: len(store.infra_failures(folder, infra))
         for model, folder in zip(record.models, rundir.model_dirs(run_dir), strict=True)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from bat.atomic import write_text_atomic
 from bat.errors import InputError, OperationError
+from bat.evaluation.log.files import read_regular
 from bat.evaluation.run import agent_watchdog
 from bat.evaluation.run.agent_card import CARD_PATHS, card_answers
 from bat.evaluation.run.agent_watchdog import stop_group
@@ -257,9 +258,9 @@ def stop_stale(record: Path, grace_s: float) -> int | None:
     later is never touched; with no start time to compare (not Linux), nothing is.
     """
     try:
-        known = json.loads(record.read_text(encoding="utf-8"))
+        known = json.loads(read_regular(record).decode("utf-8"))  # a FIFO: never opened
         pid, group, ticks = known["pid"], known["pgid"], known["start_ticks"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, InputError):
         return None
     if not all(isinstance(n, int) and n > 1 for n in (pid, group)) or ticks is None:
         return None

@@ -167,5 +167,8 @@ def plot_folder(folder: Path, task_filter: str | None = None, *, scrubber: Scrub
                 result.removed.append(stale)
     drawn = {chart.name: digests[chart.name] for chart in chart_set.charts}
     write_text_atomic(folder / RENDERED, json.dumps(drawn, indent=1, sort_keys=True) + "\n")
-    result.written.append(write_report(folder, runs, chart_set, task_filter, scrubber=scrubber))
+    report = write_report(
+        folder, runs, chart_set, task_filter, scrubber=scrubber, unreadable=result.unusable
+    )  # an episode file it could not read (a FIFO of an old run...) is warned of too
+    result.written.append(report)
     return result

@@ -78,10 +78,14 @@ def write_report(
     task_filter: str | None = None,
     *,
     scrubber: Scrubber,
+    unreadable: list[str] | None = None,
 ) -> Path:
-    """Write ``report.html`` into ``folder``; return its path."""
+    """Write ``report.html`` into ``folder``; return its path. The episode files it could
+    not read are appended to ``unreadable`` (the caller warns of them)."""
     path = Path(folder) / REPORT_FILE
-    page = render_report(Path(folder), runs, chart_set, task_filter, scrubber=scrubber)
+    page = render_report(
+        Path(folder), runs, chart_set, task_filter, scrubber=scrubber, told=unreadable
+    )
     write_text_atomic(path, page)
     return path
 
@@ -93,10 +97,14 @@ def render_report(
     task_filter: str | None = None,
     *,
     scrubber: Scrubber,
+    told: list[str] | None = None,
 ) -> str:
-    """The whole page as a string, every value printed without a secret of ``scrubber``."""
+    """The whole page as a string, every value printed without a secret of ``scrubber``;
+    the episode files it could not read are appended to ``told`` too."""
     unreadable: list[str] = []
     episodes = {run.label: load_episodes(run, folder, unreadable) for run in runs}
+    if told is not None:
+        told.extend(unreadable)
     all_tasks = task_order(runs)
     tasks = [task_id for task_id in all_tasks if matches(task_id, task_filter)]
     total = sum(run.episodes for run in runs)
