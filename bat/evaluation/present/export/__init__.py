@@ -314,7 +314,9 @@ def _export_to_stdout(
         if getattr(exporter, "github_step_summary", False):
             summary = append_step_summary(path)
             if summary is not None:
-                print(f"Appended the export to ${STEP_SUMMARY_VARIABLE} ({summary})", file=sys.stderr)
+                print(
+                    f"Appended the export to ${STEP_SUMMARY_VARIABLE} ({summary})", file=sys.stderr
+                )
 
 
 def _write_stdout(data: bytes) -> None:

@@ -72,6 +72,7 @@ def check_target(
             f"only, or to standard output with {STDOUT}"
             + (" (name the file the link points at)" if kind == "a symbolic link" else "")
         )
+    _check_parents(label, path)
     real = Path(os.path.realpath(path))
     if run_dir is not None and real.is_relative_to(os.path.realpath(run_dir)):
         raise UsageError(
@@ -111,6 +112,21 @@ def _existing_kind(label: str, path: Path) -> str | None:
         (stat.S_ISSOCK, "a socket"),
     ]
     return next((word for test, word in kinds if test(mode)), "not a regular file")
+
+
+def _check_parents(label: str, path: Path) -> None:
+    """The nearest parent of ``path`` that exists must be a folder (``.env/x`` or
+    ``fifo/x`` names no file bat could make): one line, not a failed ``mkdir``."""
+    for parent in Path(path).parents:
+        try:
+            mode = os.stat(parent).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            raise UsageError(f"{label}: {parent} cannot be used: {exc.strerror or exc}") from None
+        if not stat.S_ISDIR(mode):
+            raise UsageError(f"{label}: {parent} is not a folder, so {path} cannot be made")
+        return
 
 
 def run_folder_above(path: Path) -> Path | None:

@@ -1,0 +1,508 @@
+"""Writes that cannot hurt: where ``eval.export --to`` and ``eval.run --export`` may
+write, and run folders that are symbolic links.
+
+Everything here runs the real ``bat`` on a real run of the echo agent (made once for the
+module) against real devices, FIFOs and links; the property test feeds generated targets
+to the real program in a scratch copy of the project and watches every write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from tests import fuzzkit as fk
+from tests.conftest import run_bat
+from tests.evalkit import make_project, run_dirs
+
+TASKS = [
+    {"id": "pass-me", "turns": ["hello"], "expected": {"output_must_contain": ["echo: hello"]}},
+    {"id": "fail-me", "turns": ["hello"], "expected": {"output_must_contain": ["nope"]}},
+]
+DOTENV = "OPENAI_API_KEY=sk-export-targets-key\n"
+CONFIG_YAML = "name: demo\n"
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A project (eval.yaml, tasks.json, .env, config.yaml) and one real finished run."""
+    root = tmp_path_factory.mktemp("targets")
+    (root / "home").mkdir()
+    project = make_project(root / "project", TASKS, config_yaml=CONFIG_YAML)
+    (project / ".env").write_text(DOTENV)
+    result = run_bat("eval.run", cwd=project, env={"HOME": str(root / "home")})
+    assert result.code == 0, result.out + result.err
+    (run_dir,) = run_dirs(project)
+    return project, run_dir, root / "home"
+
+
+def export(made, *args, cwd=None):
+    project, _, home = made
+    return run_bat("eval.export", *args, cwd=cwd or project, env={"HOME": str(home)}, timeout=20)
+
+
+def fingerprint(folder: Path) -> dict[str, str]:
+    """Every file and link under ``folder``: its content's hash, or where it points."""
+    found = {}
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = Path(root) / name
+            if path.is_symlink():
+                found[str(path)] = "-> " + os.readlink(path)
+            elif path.is_file():
+                found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def refused(result, *says: str) -> None:
+    """Exit 2 with exactly one ``bat: error:`` line saying each of ``says``."""
+    assert result.code == 2, (result.code, result.out, result.err)
+    lines = result.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bat: error: "), result.err
+    for words in says:
+        assert words in lines[0], result.err
+
+
+def is_char_device(path: str | Path) -> bool:
+    return stat.S_ISCHR(os.lstat(path).st_mode)
+
+
+# -- devices, FIFOs and links -----------------------------------------------------------
+
+
+def test_a_character_device_stays_one(made, tmp_path):
+    """``--to junit:/dev/null`` as root once replaced the machine's /dev/null with a
+    regular file. A device of the test's own (made as root) is tried first, so a bat that
+    still writes over devices fails here before it can reach /dev/null itself."""
+    devices = []
+    own = tmp_path / "null"
+    try:
+        os.mknod(own, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        devices.append(str(own))
+    except PermissionError:
+        pass  # not root: /dev is not ours to replace anyway
+    devices += ["/dev/null", "/dev/full"]
+    for device in devices:
+        if not os.path.exists(device):
+            continue
+        rdev = os.lstat(device).st_rdev
+        result = export(made, "--to", f"junit:{device}")
+        assert is_char_device(device) and os.lstat(device).st_rdev == rdev, device
+        refused(result, f"--to junit:{device}: {device} is a character device", "regular file")
+
+
+def test_a_fifo_is_refused_without_blocking(made, tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    result = export(made, "--to", f"csv:{fifo}")  # a time limit of 20 s: a hang fails
+    refused(result, f"{fifo} is a FIFO")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_links_are_refused_whatever_they_point_at(made, tmp_path):
+    """A link to /dev/stdout (the natural thing to type in CI), to a device, or to a
+    regular file: refused, the link and its target left as they were. The link of the
+    test's own is tried before /dev/stdout itself."""
+    regular = tmp_path / "real.xml"
+    regular.write_text("mine\n")
+    for target in ("/dev/stdout", "/dev/null", regular):
+        link = tmp_path / "out.xml"
+        link.unlink(missing_ok=True)
+        link.symlink_to(target)
+        result = export(made, "--to", f"junit:{link}")
+        refused(result, f"{link} is a symbolic link", "name the file the link points at")
+        assert os.readlink(link) == str(target)
+    assert regular.read_text() == "mine\n"
+    if os.path.islink("/dev/stdout"):
+        points = os.readlink("/dev/stdout")
+        refused(export(made, "--to", "junit:/dev/stdout"), "/dev/stdout is a symbolic link")
+        assert os.readlink("/dev/stdout") == points
+
+
+def test_a_folder_is_refused(made, tmp_path):
+    refused(export(made, "--to", f"json:{tmp_path}"), f"{tmp_path} is a folder")
+
+
+# -- standard output ----------------------------------------------------------------------
+
+
+def test_dash_writes_to_standard_output(made, tmp_path):
+    """``-`` is bat's own standard output: the export alone (no ``Wrote`` line), no file
+    named ``-``, and a file target beside it still written."""
+    project, run_dir, _ = made
+    out = tmp_path / "e.csv"
+    result = export(made, "--to", "junit:-", "--to", f"csv:{out}")
+    assert result.code == 0, result.err
+    head, _, rest = result.out.partition("</testsuites>\n")
+    assert head.startswith("<?xml") and run_dir.name in head
+    assert rest == f"Wrote {out}\n"
+    assert out.is_file() and not (project / "-").exists()
+
+
+def test_dash_is_bytes_on_a_real_standard_output(made):
+    """As a process: the export goes through the binary stdout, whole, and parses."""
+    project, run_dir, home = made
+    result = run_bat(
+        "eval.export", "--to", "json:-", cwd=project, env={"HOME": str(home)}, process=True
+    )
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["run"]["run_id"] == run_dir.name
+
+
+# -- the run and bat's inputs -----------------------------------------------------------
+
+
+def _run_files(run_dir: Path) -> dict[str, Path]:
+    episode = next((run_dir / "agent-default" / "episodes").glob("*.json"))
+    return {
+        "run.json": run_dir / "run.json",
+        "episode": episode,
+        "summary.json": run_dir / "agent-default" / "summary.json",
+        "a new file in the run": run_dir / "agent-default" / "new.xml",
+    }
+
+
+@pytest.mark.parametrize("which", ["run.json", "episode", "summary.json", "a new file in the run"])
+def test_no_file_of_the_run_is_written(made, which):
+    project, run_dir, _ = made
+    path = _run_files(run_dir)[which]
+    before = fingerprint(project)
+    refused(export(made, "--to", f"junit:{path}"), f"{path} is inside the run being exported")
+    assert fingerprint(project) == before
+    # The same file named relative to the project, and from another run's export.
+    relative = path.relative_to(project)
+    refused(export(made, "--to", f"csv:{relative}"), "is inside the run")
+    assert fingerprint(project) == before
+
+
+def test_another_run_folder_is_not_written_either(made, tmp_path):
+    """A file inside any run folder (run.json beside it) or model folder (summary.json)."""
+    project, run_dir, _ = made
+    other = tmp_path / "old-run"
+    shutil.copytree(run_dir, other)
+    before = fingerprint(other)
+    for path in (other / "report.xml", other / "agent-default" / "x" / "y.xml"):
+        refused(export(made, "--to", f"junit:{path}"), "is inside the run folder")
+        assert not path.exists()
+    assert fingerprint(other) == before
+    assert not (other / "agent-default" / "x").exists()  # no folder made for it either
+
+
+@pytest.mark.parametrize(
+    ("spec", "source"),
+    [
+        ("csv:.env", ".env"),
+        ("junit:eval/eval.yaml", "eval/eval.yaml"),
+        ("json:eval/input/tasks.json", "eval/input/tasks.json"),
+        ("markdown:config.yaml", "config.yaml"),
+        ("csv:./eval/../.env", ".env"),
+    ],
+)
+def test_bat_inputs_are_refused_with_their_content_unchanged(made, spec, source):
+    project, _, _ = made
+    before = fingerprint(project)
+    refused(export(made, "--to", spec), "one of bat's inputs")
+    assert fingerprint(project) == before
+    assert (project / ".env").read_text() == DOTENV
+
+
+def test_an_input_is_refused_by_any_name(made, tmp_path):
+    """A hard link to .env, or .env by its absolute path with --run: the same file."""
+    project, run_dir, _ = made
+    hard = tmp_path / "keys.csv"
+    os.link(project / ".env", hard)
+    try:
+        refused(export(made, "--to", f"csv:{hard}"), "one of bat's inputs")
+        refused(
+            export(made, "--run", str(run_dir), "--to", f"csv:{project / '.env'}"),
+            "one of bat's inputs",
+        )
+    finally:
+        hard.unlink()
+    assert (project / ".env").read_text() == DOTENV
+
+
+def test_a_config_path_file_is_an_input_too(made, tmp_path):
+    """The agent's config file as CONFIG_PATH names it (eval.yaml's agent env)."""
+    project, run_dir, home = made
+    copy = tmp_path / "p"
+    shutil.copytree(project, copy, symlinks=True)
+    (copy / "agent.yaml").write_text(CONFIG_YAML)
+    (copy / ".env").write_text(DOTENV + "CONFIG_PATH=agent.yaml\n")
+    result = run_bat(
+        "eval.export", "--to", "csv:agent.yaml", cwd=copy, env={"HOME": str(home)}, timeout=20
+    )
+    refused(result, "one of bat's inputs")
+    assert (copy / "agent.yaml").read_text() == CONFIG_YAML
+
+
+# -- malformed targets ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("junit:a\x01b.xml", "the path holds a control character"),
+        ("junit:a\x00b.xml", "the path holds a control character"),
+        ("junit:reports/", "the path names a folder, not a file"),
+        ("junit:" + "x" * 5000, "the path is longer than 4,096 bytes"),
+        ("junit\n:x.xml", "is not NAME:PATH"),
+    ],
+)
+def test_a_malformed_target_is_one_line(made, tmp_path, spec, says):
+    before = fingerprint(tmp_path)
+    result = export(made, "--to", f"csv:{tmp_path / 'first.csv'}", "--to", spec, cwd=tmp_path)
+    refused(result, says)
+    assert fingerprint(tmp_path) == before
+
+
+def test_one_file_named_twice_is_refused(made, tmp_path):
+    out = tmp_path / "same"
+    result = export(made, "--to", f"junit:{out}", "--to", f"csv:{tmp_path}/./same")
+    refused(result, "junit:", "writes that file already")
+    assert not out.exists()
+
+
+# -- a run folder that is a symbolic link -------------------------------------------------
+
+
+def test_a_symlinked_run_folder_is_refused_by_every_writer(made, tmp_path):
+    """``output/RUN`` pointing elsewhere: every command that writes in a run refuses it
+    (the log layer's one check), so gates.json and the summaries never land outside."""
+    project, _, home = made
+    copy = tmp_path / "p"
+    shutil.copytree(project, copy, symlinks=True)
+    (run_dir,) = run_dirs(copy)
+    outside = tmp_path / "outside"
+    shutil.move(run_dir, outside)
+    run_dir.symlink_to(outside, target_is_directory=True)
+    before = fingerprint(outside)
+    for args in (
+        ["eval.gate", "--gate", "pass_at_1 >= 0.5"],
+        ["eval.gate", "--run", run_dir.name, "--gate", "pass_at_1 >= 0.5"],
+        ["eval.summarize", "--run", str(run_dir)],
+        ["eval.verdict"],
+        ["eval.judge"],
+        ["eval.run", "--resume", run_dir.name],
+    ):
+        result = run_bat(*args, cwd=copy, env={"HOME": str(home)}, timeout=30)
+        assert result.code == 2, (args, result.out, result.err)
+        assert f"bat: error: {run_dir} is a symbolic link to {outside}" in result.err, args
+        assert "Traceback" not in result.err
+        assert not (outside / "gates.json").exists(), args
+        assert fingerprint(outside) == before, args
+
+
+# -- eval.run --export: checked before anything runs --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("xlsx:x", "no exporter named 'xlsx'"),
+        ("junit", "--export 'junit' is not NAME:PATH"),
+        ("junit:/dev/null", "--export junit:/dev/null: /dev/null is a character device"),
+        ("csv:.env", "one of bat's inputs"),
+        ("junit:eval/eval.yaml", "one of bat's inputs"),
+    ],
+    ids=["unknown-name", "not-name-path", "device", "dotenv", "eval-yaml"],
+)
+def test_eval_run_refuses_a_bad_export_before_the_agent_starts(made, tmp_path, spec, says):
+    """No run folder, no agent, no episode: the bad --export is found first. The agent
+    is a real one that would write a file the moment it started."""
+    project, _, home = made
+    copy = make_project(
+        tmp_path / "p",
+        TASKS,
+        command=f"{{python}} -c \"open({str(tmp_path / 'started')!r}, 'w')\"",
+    )
+    (copy / ".env").write_text(DOTENV)
+    rdev = os.lstat("/dev/null").st_rdev
+    result = run_bat("eval.run", "--export", spec, cwd=copy, env={"HOME": str(home)}, timeout=20)
+    refused(result, says)
+    assert run_dirs(copy) == [] and not (copy / "eval" / "output").exists()
+    assert not (tmp_path / "started").exists()
+    assert is_char_device("/dev/null") and os.lstat("/dev/null").st_rdev == rdev
+    assert (copy / ".env").read_text() == DOTENV
+
+
+def test_eval_run_exports_to_standard_output_at_its_end(made, tmp_path):
+    project, _, home = made
+    copy = make_project(tmp_path / "p", TASKS[:1])
+    result = run_bat("eval.run", "--export", "markdown:-", cwd=copy, env={"HOME": str(home)})
+    assert result.code == 0, result.err
+    (run_dir,) = run_dirs(copy)
+    assert run_dir.name in result.out and "| agent-default |" in result.out
+    assert "Wrote -" not in result.out and not (copy / "-").exists()
+
+
+# -- property test: any target, one line or an export, nothing else touched ---------------
+
+# Mostly real names and one colon, so most examples reach the path's checks.
+NAMES = st.sampled_from(
+    ["junit", "csv", "markdown", "json"] * 4 + ["xlsx", "", "JUnit", "a b", "-"]
+)
+SEPARATORS = st.sampled_from([":"] * 8 + ["", "::"])
+PLACES = [
+    "-",
+    "out.xml",
+    "reports/deep/out.csv",
+    "{scratch}/elsewhere.json",
+    ".env",
+    "eval/eval.yaml",
+    "eval/input/tasks.json",
+    "config.yaml",
+    "./.env",
+    "eval/../config.yaml",
+    "{run}/run.json",
+    "{run}/agent-default/summary.json",
+    "{run}/agent-default/new.xml",
+    "{run}",
+    "fifo",
+    "device",
+    "link-to-device",
+    "link-to-file",
+    "link-to-env",
+    "hard-link-to-env",
+    "existing.txt",
+    ".",
+    "..",
+    "eval/",
+    "",
+    " ",
+    "x" * 5000,
+]
+
+
+@st.composite
+def targets(draw) -> list[str]:
+    """One to three ``NAME:PATH`` specs: a name (known, unknown, malformed) and a place
+    (a new file, stdout, an input, a run's file, a device, FIFO or link, a folder, text
+    no path can be), sometimes broken with control characters, sometimes without the
+    colon."""
+    specs = []
+    for _ in range(draw(st.sampled_from([1, 1, 1, 2, 3]))):
+        how = draw(st.sampled_from(["place", "place", "broken place", "text"]))
+        if how == "text":
+            place = draw(fk.weird_text).lstrip("/")  # never a new file at the machine's /
+        else:
+            place = draw(st.sampled_from(PLACES))
+            if how == "broken place":
+                place += draw(st.sampled_from(["/", "/x", "\x1b", "\x00", "é", "/../.env"]))
+        specs.append(f"{draw(NAMES)}{draw(SEPARATORS)}{place}")
+    return specs
+
+
+SCALE = float(os.environ.get("FUZZ_SCALE", "1"))  # as tests/test_fuzz_inputs.py
+
+
+def fuzz(examples: int):
+    """This module's Hypothesis settings, as tests/test_fuzz_inputs.py's: deterministic,
+    no database, no deadline."""
+    return settings(
+        max_examples=max(1, int(examples * SCALE)),
+        derandomize=True,
+        database=None,
+        deadline=None,
+        print_blob=False,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+    )
+
+
+WORK = "a/b/c/project"
+
+
+def _scratch(made) -> Path:
+    """A scratch folder: a copy of the project (with its run), a FIFO, a device of its
+    own when root can make one, links to them and to .env, a hard link to .env."""
+    project, _, _ = made
+    root = Path(tempfile.mkdtemp(prefix="targets-fuzz-", dir=project.parent))
+    (root / "home").mkdir()
+    work = root / WORK  # deep: ../../../etc/passwd stays in the scratch folder
+    shutil.copytree(project, work, symlinks=True)
+    os.mkfifo(work / "fifo")
+    try:
+        os.mknod(work / "device", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        os.mkfifo(work / "device")  # not root: a FIFO stands in
+    (work / "link-to-device").symlink_to(work / "device")
+    (work / "existing.txt").write_text("mine\n")
+    (work / "link-to-file").symlink_to(work / "existing.txt")
+    (work / "link-to-env").symlink_to(work / ".env")
+    os.link(work / ".env", work / "hard-link-to-env")
+    return root
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """``{relative path: what it is}`` under ``folder``: a regular file's mode and
+    content hash, a link's target, any other kind by its type and device number.
+    (:func:`tests.fuzzkit.snapshot` opens every file, and opening a FIFO blocks.)"""
+    found: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in filenames + dirnames:
+            path = os.path.join(dirpath, name)
+            info = os.lstat(path)
+            rel = os.path.relpath(path, folder)
+            if stat.S_ISLNK(info.st_mode):
+                found[rel] = "link:" + os.readlink(path)
+            elif stat.S_ISREG(info.st_mode):
+                digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+                found[rel] = f"{oct(info.st_mode)}:{digest}"
+            elif not stat.S_ISDIR(info.st_mode):
+                found[rel] = f"{stat.S_IFMT(info.st_mode):o}:{info.st_rdev}"
+    return found
+
+
+def check_targets(made, specs: list[str]) -> None:
+    """Run ``bat eval.export`` with ``specs`` in a scratch copy: exit 0, or 2 with one
+    line; no traceback or hang; nothing written outside the scratch folder; no file of
+    the project changed but a new export or the regular file ``existing.txt``; the FIFO
+    and the device are what they were."""
+    root = _scratch(made)
+    try:
+        work = root / WORK
+        (run_dir,) = run_dirs(work)
+        filled = [s.replace("{scratch}", str(root)).replace("{run}", str(run_dir)) for s in specs]
+        argv = ["eval.export", *[a for spec in filled for a in ("--to", spec)]]
+        before = snapshot(root)
+        outcome = fk.run_in_process(argv, cwd=work, scratch=root)
+        fk.check_outcome(outcome, f"targets: {filled!r}"[:600])
+        changed = fk.changed_files(before, snapshot(root))
+        allowed = {f"{WORK}/existing.txt"} if outcome.code == 0 else set()
+        assert set(changed) <= allowed, f"{filled!r}\n{outcome.describe()}\nchanged: {changed}"
+        assert stat.S_ISFIFO(os.lstat(work / "fifo").st_mode)
+        mode = os.lstat(work / "device").st_mode
+        assert stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+        assert os.path.islink(work / "link-to-device") and os.path.islink(work / "link-to-env")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@fuzz(60)
+@given(specs=targets())
+def test_any_export_target_is_an_export_or_one_line(made, specs):
+    check_targets(made, specs)
+
+
+def test_the_target_check_can_fail(made, monkeypatch):
+    """The canary: with a broken path check (a bare ValueError, as a parser's bug would
+    raise) the same check reports the traceback, so the property test can fail."""
+    from bat.evaluation.present.export import targets as checks
+
+    def broken(text: str) -> str | None:
+        raise ValueError(f"broken on {text!r}")
+
+    monkeypatch.setattr(checks, "path_problem", broken)
+    monkeypatch.setattr("bat.evaluation.present.export.path_problem", broken)
+    with pytest.raises(AssertionError, match="Traceback|exit"):
+        check_targets(made, ["junit:out.xml"])
