@@ -186,7 +186,7 @@ def test_no_file_of_the_run_is_written(made, which):
 
 def test_another_run_folder_is_not_written_either(made, tmp_path):
     """A file inside any run folder (run.json beside it) or model folder (summary.json)."""
-    project, run_dir, _ = made
+    _, run_dir, _ = made
     other = tmp_path / "old-run"
     shutil.copytree(run_dir, other)
     before = fingerprint(other)
@@ -233,7 +233,7 @@ def test_an_input_is_refused_by_any_name(made, tmp_path):
 
 def test_a_config_path_file_is_an_input_too(made, tmp_path):
     """The agent's config file as CONFIG_PATH names it (eval.yaml's agent env)."""
-    project, run_dir, home = made
+    project, _, home = made
     copy = tmp_path / "p"
     shutil.copytree(project, copy, symlinks=True)
     (copy / "agent.yaml").write_text(CONFIG_YAML)
@@ -319,7 +319,7 @@ def test_a_symlinked_run_folder_is_refused_by_every_writer(made, tmp_path):
 def test_eval_run_refuses_a_bad_export_before_the_agent_starts(made, tmp_path, spec, says):
     """No run folder, no agent, no episode: the bad --export is found first. The agent
     is a real one that would write a file the moment it started."""
-    project, _, home = made
+    _, _, home = made
     copy = make_project(
         tmp_path / "p",
         TASKS,
@@ -336,7 +336,7 @@ def test_eval_run_refuses_a_bad_export_before_the_agent_starts(made, tmp_path, s
 
 
 def test_eval_run_exports_to_standard_output_at_its_end(made, tmp_path):
-    project, _, home = made
+    _, _, home = made
     copy = make_project(tmp_path / "p", TASKS[:1])
     result = run_bat("eval.run", "--export", "markdown:-", cwd=copy, env={"HOME": str(home)})
     assert result.code == 0, result.err
@@ -504,5 +504,5 @@ def test_the_target_check_can_fail(made, monkeypatch):
 
     monkeypatch.setattr(checks, "path_problem", broken)
     monkeypatch.setattr("bat.evaluation.present.export.path_problem", broken)
-    with pytest.raises(AssertionError, match="Traceback|exit"):
+    with pytest.raises(AssertionError, match=r"Traceback|exit"):
         check_targets(made, ["junit:out.xml"])
