@@ -50,6 +50,22 @@ def export(made, *args, cwd=None):
     return run_bat("eval.export", *args, cwd=cwd or project, env={"HOME": str(home)}, timeout=20)
 
 
+@pytest.fixture
+def copied(made, tmp_path):
+    """A copy of the project and its run, for a test a broken bat would write in (so a
+    regression fails that test alone, not every test after it)."""
+    project, _, home = made
+    copy = tmp_path / "p"
+    shutil.copytree(project, copy, symlinks=True)
+    (run_dir,) = run_dirs(copy)
+    return copy, run_dir, home
+
+
+def in_copy(copied, *args):
+    project, _, home = copied
+    return run_bat("eval.export", *args, cwd=project, env={"HOME": str(home)}, timeout=20)
+
+
 def fingerprint(folder: Path) -> dict[str, str]:
     """Every file and link under ``folder``: its content's hash, or where it points."""
     found = {}
@@ -172,16 +188,13 @@ def _run_files(run_dir: Path) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("which", ["run.json", "episode", "summary.json", "a new file in the run"])
-def test_no_file_of_the_run_is_written(made, which):
-    project, run_dir, _ = made
+def test_no_file_of_the_run_is_written(copied, which):
+    project, run_dir, _ = copied
     path = _run_files(run_dir)[which]
     before = fingerprint(project)
-    refused(export(made, "--to", f"junit:{path}"), f"{path} is inside the run being exported")
-    assert fingerprint(project) == before
-    # The same file named relative to the project, and from another run's export.
-    relative = path.relative_to(project)
-    refused(export(made, "--to", f"csv:{relative}"), "is inside the run")
-    assert fingerprint(project) == before
+    for spec in (f"junit:{path}", f"csv:{path.relative_to(project)}"):  # either spelling
+        refused(in_copy(copied, "--to", spec), "is inside the run being exported")
+        assert fingerprint(project) == before
 
 
 def test_another_run_folder_is_not_written_either(made, tmp_path):
@@ -207,42 +220,34 @@ def test_another_run_folder_is_not_written_either(made, tmp_path):
         ("csv:./eval/../.env", ".env"),
     ],
 )
-def test_bat_inputs_are_refused_with_their_content_unchanged(made, spec, source):
-    project, _, _ = made
+def test_bat_inputs_are_refused_with_their_content_unchanged(copied, spec, source):
+    project, _, _ = copied
     before = fingerprint(project)
-    refused(export(made, "--to", spec), "one of bat's inputs")
+    refused(in_copy(copied, "--to", spec), f"is one of bat's inputs ({source})")
     assert fingerprint(project) == before
     assert (project / ".env").read_text() == DOTENV
 
 
-def test_an_input_is_refused_by_any_name(made, tmp_path):
+def test_an_input_is_refused_by_any_name(copied, tmp_path):
     """A hard link to .env, or .env by its absolute path with --run: the same file."""
-    project, run_dir, _ = made
+    project, run_dir, _ = copied
     hard = tmp_path / "keys.csv"
     os.link(project / ".env", hard)
-    try:
-        refused(export(made, "--to", f"csv:{hard}"), "one of bat's inputs")
-        refused(
-            export(made, "--run", str(run_dir), "--to", f"csv:{project / '.env'}"),
-            "one of bat's inputs",
-        )
-    finally:
-        hard.unlink()
-    assert (project / ".env").read_text() == DOTENV
-
-
-def test_a_config_path_file_is_an_input_too(made, tmp_path):
-    """The agent's config file as CONFIG_PATH names it (eval.yaml's agent env)."""
-    project, _, home = made
-    copy = tmp_path / "p"
-    shutil.copytree(project, copy, symlinks=True)
-    (copy / "agent.yaml").write_text(CONFIG_YAML)
-    (copy / ".env").write_text(DOTENV + "CONFIG_PATH=agent.yaml\n")
-    result = run_bat(
-        "eval.export", "--to", "csv:agent.yaml", cwd=copy, env={"HOME": str(home)}, timeout=20
+    refused(in_copy(copied, "--to", f"csv:{hard}"), "one of bat's inputs")
+    refused(
+        in_copy(copied, "--run", str(run_dir), "--to", f"csv:{project / '.env'}"),
+        "one of bat's inputs",
     )
-    refused(result, "one of bat's inputs")
-    assert (copy / "agent.yaml").read_text() == CONFIG_YAML
+    assert (project / ".env").read_text() == DOTENV and hard.read_text() == DOTENV
+
+
+def test_a_config_path_file_is_an_input_too(copied):
+    """The agent's config file as CONFIG_PATH names it (eval.yaml's agent env)."""
+    project, _, _ = copied
+    (project / "agent.yaml").write_text(CONFIG_YAML)
+    (project / ".env").write_text(DOTENV + "CONFIG_PATH=agent.yaml\n")
+    refused(in_copy(copied, "--to", "csv:agent.yaml"), "agent.yaml is one of bat's inputs")
+    assert (project / "agent.yaml").read_text() == CONFIG_YAML
 
 
 # -- malformed targets ------------------------------------------------------------------
@@ -251,16 +256,19 @@ def test_a_config_path_file_is_an_input_too(made, tmp_path):
 @pytest.mark.parametrize(
     ("spec", "says"),
     [
-        ("junit:a\x01b.xml", "the path holds a control character"),
-        ("junit:a\x00b.xml", "the path holds a control character"),
-        ("junit:reports/", "the path names a folder, not a file"),
-        ("junit:" + "x" * 5000, "the path is longer than 4,096 bytes"),
-        ("junit\n:x.xml", "is not NAME:PATH"),
+        ("junit:{tmp}/a\x01b.xml", "the path holds a control character"),
+        ("junit:{tmp}/a\x00b.xml", "the path holds a control character"),
+        ("junit:{tmp}/reports/", "the path names a folder, not a file"),
+        ("junit:{tmp}/" + "x" * 5000, "the path is longer than 4,096 bytes"),
+        ("junit\n:{tmp}/x.xml", "is not NAME:PATH"),
+        ("junit:{tmp}/first.csv/x.xml", "is not a folder, so"),
     ],
+    ids=["control", "nul", "folder", "long", "newline-in-name", "file-as-folder"],
 )
 def test_a_malformed_target_is_one_line(made, tmp_path, spec, says):
+    (tmp_path / "first.csv").write_text("mine\n")
     before = fingerprint(tmp_path)
-    result = export(made, "--to", f"csv:{tmp_path / 'first.csv'}", "--to", spec, cwd=tmp_path)
+    result = export(made, "--to", f"csv:{tmp_path / 'new.csv'}", "--to", spec.format(tmp=tmp_path))
     refused(result, says)
     assert fingerprint(tmp_path) == before
 

@@ -88,7 +88,7 @@ def check_target(
     for source in inputs:
         if same_file(real, Path(source)):
             raise UsageError(
-                f"{label}: {path} is {source}, one of bat's inputs; "
+                f"{label}: {path} is one of bat's inputs ({source}); "
                 "an export never replaces what bat reads"
             )
 
