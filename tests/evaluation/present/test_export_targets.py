@@ -8,6 +8,7 @@ to the real program in a scratch copy of the project and watches every write.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -514,3 +515,52 @@ def test_the_target_check_can_fail(made, monkeypatch):
     monkeypatch.setattr("bat.evaluation.present.export.path_problem", broken)
     with pytest.raises(AssertionError, match=r"Traceback|exit"):
         check_targets(made, ["junit:out.xml"])
+
+
+# -- the step summary, a file named "-", and the atomic writer's backstop -----------------
+
+
+def test_a_step_summary_fifo_nobody_reads_fails_at_once(made, tmp_path):
+    """``$GITHUB_STEP_SUMMARY`` is appended to, never replaced; a FIFO there without a
+    reader is one line naming it, not a job that hangs."""
+    fifo = tmp_path / "summary"
+    os.mkfifo(fifo)
+    project, _, home = made
+    result = run_bat(
+        "eval.export",
+        "--to",
+        f"markdown:{tmp_path / 's.md'}",
+        cwd=project,
+        env={"HOME": str(home), "GITHUB_STEP_SUMMARY": str(fifo)},
+        timeout=20,
+    )
+    assert result.code == 1, (result.out, result.err)
+    assert result.err.startswith(f"bat: error: {fifo}: ") and len(result.err.splitlines()) == 1
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_dot_slash_dash_is_a_file_named_dash(copied):
+    project, _, _ = copied
+    result = in_copy(copied, "--to", "csv:./-")
+    assert result.code == 0, result.err
+    assert result.out == "Wrote -\n" and (project / "-").read_text().startswith("run_id,")
+
+
+def test_the_atomic_writer_never_renames_over_a_device_or_fifo(tmp_path):
+    """Every file bat writes goes through bat.atomic: whatever a caller checked or not,
+    a device or FIFO at the path is refused, and left what it was."""
+    from bat.atomic import write_text_atomic
+    from bat.errors import UsageError
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    places = [fifo]
+    with contextlib.suppress(PermissionError):  # not root: no device of our own
+        os.mknod(tmp_path / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        places.append(tmp_path / "null")
+    for place in places:
+        kind = stat.S_IFMT(os.lstat(place).st_mode)
+        with pytest.raises(UsageError, match="is not a regular file"):
+            write_text_atomic(place, "x")
+        assert stat.S_IFMT(os.lstat(place).st_mode) == kind
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in places)

@@ -342,7 +342,11 @@ def append_step_summary(path: Path) -> Path | None:
     summary = Path(where)
     text = path.read_text(encoding="utf-8")
     try:
-        with summary.open("a", encoding="utf-8") as handle:
+        # Opened without blocking: a FIFO nobody reads fails at once (ENXIO) instead of
+        # hanging the job; then blocking again, so a pipe that is read gets it all.
+        fd = os.open(summary, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o666)
+        os.set_blocking(fd, True)
+        with open(fd, "a", encoding="utf-8") as handle:
             handle.write(text if text.endswith("\n") else text + "\n")
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), str(summary)) from None
