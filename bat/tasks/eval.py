@@ -182,7 +182,8 @@ def show(c: Context, json: bool = False) -> None:
         "gate": "A gate, 'FIGURE OP NUMBER' (repeatable), beside eval.yaml's gates.",
         "baseline": "Gate on no significant regression against this run.",
         "max_drop": "With --baseline: the largest pass-rate drop allowed (0.05 = 5 points).",
-        "export": "NAME:PATH, repeatable: export the run at its end (as eval.export --to).",
+        "export": "NAME:PATH, repeatable: export the run at its end (as eval.export --to; "
+        "checked before the agent starts; PATH - is standard output).",
         "view": "Serve the viewer (eval.view) beside the run and print its URL; it stops "
         "when the run ends.",
         "view_port": "With --view: the viewer's port (default 8765, or a free one).",

@@ -564,3 +564,62 @@ def test_the_atomic_writer_never_renames_over_a_device_or_fifo(tmp_path):
             write_text_atomic(place, "x")
         assert stat.S_IFMT(os.lstat(place).st_mode) == kind
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in places)
+
+
+# -- the parsers alone: any text, a Target or a one-line error ------------------------------
+
+
+@fuzz(400)
+@given(spec=st.one_of(fk.weird_text, st.builds(lambda n, p: f"{n}:{p}", NAMES, fk.weird_text)))
+def test_parse_target_is_a_target_or_one_input_error(spec):
+    """Any text: a Target (its path text clean, ``-`` only for stdout) or an InputError
+    whose message is one line; never another exception."""
+    from bat.errors import InputError
+    from bat.evaluation.present.export import parse_target
+
+    try:
+        target = parse_target(spec)
+    except InputError as exc:
+        assert exc.message.strip() and not exc.details
+        return
+    text = spec.partition(":")[2]
+    assert target.stdout == (text == "-")
+    assert not any(ord(ch) < 32 or ch == "\x7f" for ch in text) and not text.endswith("/")
+
+
+@pytest.fixture(scope="module")
+def fixed_scratch(made):
+    """One scratch folder for the pure check (which writes nothing), made once."""
+    root = _scratch(made)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@fuzz(300)
+@given(place=st.one_of(st.sampled_from(PLACES), fk.weird_text))
+def test_check_target_refuses_or_allows_with_one_error_class(fixed_scratch, place):
+    """Any path text against a real folder of FIFOs, devices and links: allowed only
+    for what is a regular file or nothing yet, else a UsageError; never another
+    exception, and nothing opened (a FIFO would block)."""
+    from bat.errors import UsageError
+    from bat.evaluation.present.export.targets import check_target, path_problem
+
+    root = fixed_scratch
+    work = root / WORK
+    (run_dir,) = run_dirs(work)
+    text = place.replace("{scratch}", str(root)).replace("{run}", str(run_dir))
+    if path_problem(text) is not None or text == "-":
+        return  # refused by parse_target, or standard output
+    path = work / text
+    with fk.time_limit(5):
+        try:
+            check_target("--to x", path, run_dir=run_dir, inputs=[work / ".env"])
+        except UsageError as exc:
+            assert exc.message.startswith("--to x: ") and "\n" not in exc.message
+            return
+    info = None
+    with contextlib.suppress(OSError):
+        info = os.lstat(path)
+    assert info is None or stat.S_ISREG(info.st_mode), text
+    assert not os.path.realpath(path).startswith(os.path.realpath(run_dir) + os.sep)
+    assert os.stat(work / ".env").st_ino != (info.st_ino if info else None)
