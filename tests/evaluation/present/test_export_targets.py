@@ -623,3 +623,13 @@ def test_check_target_refuses_or_allows_with_one_error_class(fixed_scratch, plac
     assert info is None or stat.S_ISREG(info.st_mode), text
     assert not os.path.realpath(path).startswith(os.path.realpath(run_dir) + os.sep)
     assert os.stat(work / ".env").st_ino != (info.st_ino if info else None)
+
+
+@pytest.mark.parametrize("spec", ["csv:-", "csv:./-", "junit:reports/j.xml", "json:/abs/x.json"])
+def test_a_target_label_parses_back_to_the_same_target(spec):
+    """eval.run hands its --export values to the export stage as text: ``./-`` (a file)
+    must not come back as ``-`` (standard output)."""
+    from bat.evaluation.present.export import parse_target
+
+    target = parse_target(spec)
+    assert parse_target(target.label) == target

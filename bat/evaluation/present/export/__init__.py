@@ -80,8 +80,12 @@ class Target(NamedTuple):
 
     @property
     def label(self) -> str:
-        """How messages name it: ``junit:report.xml``."""
-        return f"{self.name}:{STDOUT if self.stdout else self.path}"
+        """``NAME:PATH`` again (messages, and eval.run handing its --export values on):
+        a file named ``-`` stays ``./-``, so it never turns into standard output."""
+        path = str(self.path)
+        if not self.stdout and path == STDOUT:
+            path = f"./{STDOUT}"
+        return f"{self.name}:{path}"
 
 
 class ExporterInfo(NamedTuple):
