@@ -19,8 +19,9 @@ is read or anything written, by :func:`check_target`:
 * it is not inside a run folder: the run being exported, or any folder holding a
   ``run.json`` or a ``summary.json`` (a run of bat's, or a model folder of bat-cli's).
 
-``-`` is standard output: the exporter writes a private temporary file, which bat then
-copies to its own standard output (:func:`to_stdout`).
+``-`` is standard output, never checked here: the exporter writes a private temporary
+file, which ``export_run`` then copies to bat's own standard output. A symbolic link
+*above* the target (a ``reports`` folder on another disk) is the user's and followed.
 """
 
 from __future__ import annotations
