@@ -633,3 +633,16 @@ def test_a_target_label_parses_back_to_the_same_target(spec):
 
     target = parse_target(spec)
     assert parse_target(target.label) == target
+
+
+def test_eval_run_refuses_an_export_into_an_earlier_run_before_starting(copied):
+    """The earlier run's folder is found before the agent starts: no new run is made."""
+    project, run_dir, home = copied
+    before = fingerprint(project)
+    for args in (
+        ["--export", f"junit:{run_dir.relative_to(project)}/junit.xml"],
+        ["--dry-run", "--export", "xlsx:x"],
+    ):
+        result = run_bat("eval.run", *args, cwd=project, env={"HOME": str(home)}, timeout=20)
+        refused(result, "is inside the run folder" if "junit" in args[1] else "'xlsx'")
+        assert run_dirs(project) == [run_dir] and fingerprint(project) == before
