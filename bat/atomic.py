@@ -105,6 +105,9 @@ def write_bytes_atomic(
         info = target.stat() if follow_links else target.lstat()
     except FileNotFoundError:
         info = None
+    if info is not None and not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+        # A rename replaces anything: as root, /dev/null itself. Never a device or FIFO.
+        raise UsageError(f"{path} is not a regular file; bat writes regular files only")
     if info is not None and not stat.S_ISLNK(info.st_mode):
         keep = stat.S_IMODE(info.st_mode)
     else:  # a new file, or a link to replace: the new file's own mode

@@ -182,7 +182,8 @@ def show(c: Context, json: bool = False) -> None:
         "gate": "A gate, 'FIGURE OP NUMBER' (repeatable), beside eval.yaml's gates.",
         "baseline": "Gate on no significant regression against this run.",
         "max_drop": "With --baseline: the largest pass-rate drop allowed (0.05 = 5 points).",
-        "export": "NAME:PATH, repeatable: export the run at its end (as eval.export --to).",
+        "export": "NAME:PATH, repeatable: export the run at its end (as eval.export --to; "
+        "checked before the agent starts; PATH - is standard output).",
         "view": "Serve the viewer (eval.view) beside the run and print its URL; it stops "
         "when the run ends.",
         "view_port": "With --view: the viewer's port (default 8765, or a free one).",
@@ -224,7 +225,7 @@ def run(
     from bat.evaluation.inputs.selection import Selection
     from bat.evaluation.inputs.shards import Shard
     from bat.evaluation.pipeline import run_evaluation
-    from bat.evaluation.present.export import parse_target
+    from bat.evaluation.present.export import check_targets
 
     if isinstance(resume, str) and resume:
         _check_run(resume, "--resume")
@@ -232,13 +233,15 @@ def run(
         _check_run(baseline, "--baseline")
     selection = Selection.of(task, tag, exclude_tag, _number(limit, "--limit", int))
     cli_gates = command_line_gates(gate or [], baseline, _number(max_drop, "--max-drop"))
-    exports = [parse_target(spec) for spec in export or []]  # a bad one before any episode
     sliced = Shard.parse(shard) if shard is not None else None
     ctx = context(c)
     image = setting(c, image, "eval.image", None)  # eval.image: a chain's way to set it
     if image not in (None, False):  # --image alone is True: the image bat build tags
         ctx.with_image(image if isinstance(image, str) and image else _built_image(c))
     resolved = ctx.resolved
+    # A bad one (unknown name, a device, an input) before any agent starts or episode runs.
+    checked = check_targets(export or [], inputs=_inputs(ctx), flag="--export")
+    exports = [target for target, _ in checked]
     if dry_run:
         from bat.evaluation.present.show import plan
 
@@ -249,7 +252,7 @@ def run(
         print(text)
         return
     ctx.cli_gates = list(cli_gates)
-    ctx.exports = [f"{target.name}:{target.path}" for target in exports]
+    ctx.exports = [target.label for target in exports]
     if view:
         from bat.evaluation.present.view.server import serve_beside
 
@@ -567,13 +570,15 @@ def _number(value: str | None, flag: str, kind: type = float):
     iterable=["to"],
     help={
         "run": "Run directory or run id (default: the latest run).",
-        "to": "NAME:PATH, repeatable: junit, csv, markdown, json, or a plugin's exporter.",
+        "to": "NAME:PATH, repeatable: junit, csv, markdown, json, or a plugin's exporter "
+        "(PATH: a regular file, or - for standard output).",
     },
 )
 def export(c: Context, run: str | None = None, to: list[str] | None = None) -> None:
     """Export a run for other tools: --to junit:report.xml --to markdown:summary.md ...
 
-    One file per --to (parent folders made). Markdown is also appended to
+    One file per --to (parent folders made; - is standard output). A device, a link,
+    a file of a run or one of bat's inputs is refused. Markdown is also appended to
     $GITHUB_STEP_SUMMARY when that is set. More formats come from plugins (the
     'bat.exporters' entry-point group): see docs/exporters.md.
     """
@@ -585,7 +590,20 @@ def export(c: Context, run: str | None = None, to: list[str] | None = None) -> N
         if not to:
             return
     targets = [parse_target(spec) for spec in to or []]  # a bad --to before any run is read
-    export_run(_stage_run(c, run, batcli=True), targets)
+    export_run(_stage_run(c, run, batcli=True), targets, inputs=_inputs(ctx))
+
+
+def _inputs(ctx: RunContext) -> list:
+    """The project's input files an export must not replace: eval.yaml and what it
+    names once it can be read (an export of ``--run`` works without it)."""
+    from bat.errors import InputError
+    from bat.evaluation.present.export.targets import project_inputs
+
+    try:
+        resolved = ctx.resolved
+    except InputError:
+        resolved = None
+    return project_inputs(ctx.config_file, resolved)
 
 
 @command(

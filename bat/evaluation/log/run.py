@@ -303,9 +303,17 @@ def model_dirs(run_dir: Path) -> list[Path]:
 
 
 def refuse_links(run_dir: Path) -> None:
-    """A run folder bat made holds no symbolic link; one found there (``episodes`` linked
-    to another folder, ``summary.json`` to a file of yours) could lead a write outside the
-    run, so every command that writes in a run refuses it before writing anything."""
+    """A run folder bat made holds no symbolic link and is none; one found there
+    (``episodes`` linked to another folder, ``summary.json`` to a file of yours), or a run
+    folder that is itself a link (``output/RUN`` pointing elsewhere), could lead a write
+    outside the output folder, so every command that writes in a run refuses it before
+    writing anything. This is the one check: every stage finds the run's folders through
+    :func:`model_dirs`, which starts here."""
+    if Path(run_dir).is_symlink():
+        raise InputError(
+            f"{run_dir} is a symbolic link to {os.readlink(run_dir)}; a run folder made by "
+            "bat is none, and bat does not write through one (give the folder it points at)"
+        )
     folders = [run_dir]
     while folders:  # os.scandir: the entries' types come with the listing, no stat each
         try:

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bat.errors import BatError, InputError, OperationError
 from bat.evaluation.present.export.data import ModelData, RunData, load_run
+from bat.evaluation.present.export.targets import STDOUT, check_target, path_problem
 from bat.version import DISTRIBUTION, installed_version
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ __all__ = [
     "RunData",
     "Target",
     "available_exporters",
+    "check_targets",
     "export_run",
     "load_exporter",
     "load_run",
@@ -69,10 +72,20 @@ STEP_SUMMARY_VARIABLE = "GITHUB_STEP_SUMMARY"
 
 
 class Target(NamedTuple):
-    """One ``--to NAME:PATH``."""
+    """One ``--to NAME:PATH``; ``stdout`` when PATH is ``-`` (standard output)."""
 
     name: str
     path: Path
+    stdout: bool = False
+
+    @property
+    def label(self) -> str:
+        """``NAME:PATH`` again (messages, and eval.run handing its --export values on):
+        a file named ``-`` stays ``./-``, so it never turns into standard output."""
+        path = str(self.path)
+        if not self.stdout and path == STDOUT:
+            path = f"./{STDOUT}"
+        return f"{self.name}:{path}"
 
 
 class ExporterInfo(NamedTuple):
@@ -93,15 +106,48 @@ class _Entry(NamedTuple):
     version: str | None
 
 
-def parse_target(spec: str) -> Target:
-    """``NAME:PATH`` as a :class:`Target`; anything else is an InputError naming it."""
+def parse_target(spec: str, *, flag: str = "--to") -> Target:
+    """``NAME:PATH`` as a :class:`Target`; anything else is an InputError naming it
+    (``flag``: how the command line spelt it, ``--to`` or ``eval.run``'s ``--export``).
+    PATH ``-`` is standard output; a PATH no file can have is refused here
+    (:func:`~bat.evaluation.present.export.targets.path_problem`)."""
     name, sep, path = str(spec).partition(":")
-    if not sep or not _NAME.match(name) or not path.strip():
+    if not sep or not _NAME.fullmatch(name) or not path.strip():
         raise InputError(
-            f"--to {str(spec)[:200]!r} is not NAME:PATH (for example junit:report.xml; "
+            f"{flag} {str(spec)[:200]!r} is not NAME:PATH (for example junit:report.xml; "
             "exporters: " + ", ".join(sorted(_entries())) + ")"
         )
-    return Target(name, Path(path))
+    problem = path_problem(path)
+    if problem is not None:
+        raise InputError(f"{flag} {str(spec)[:200]!r}: {problem}")
+    return Target(name, Path(path), stdout=path == STDOUT)
+
+
+def check_targets(
+    targets: Iterable[str | Target],
+    *,
+    run_dir: Path | None = None,
+    inputs: Iterable[Path] = (),
+    flag: str = "--to",
+) -> list[tuple[Target, Callable[[RunData, Path], Any]]]:
+    """Every target parsed, its exporter loaded and its path checked
+    (:func:`~bat.evaluation.present.export.targets.check_target`: a regular file outside
+    every run folder and none of ``inputs``), before anything is read or written: what
+    ``eval.run --export`` checks before its agent starts, and :func:`export_run` first."""
+    parsed = [t if isinstance(t, Target) else parse_target(t, flag=flag) for t in targets]
+    chosen = [(target, load_exporter(target.name)) for target in parsed]
+    inputs = list(inputs)
+    seen: dict[str, Target] = {}
+    for target in parsed:
+        if target.stdout:
+            continue
+        label = f"{flag} {target.label}"
+        check_target(label, target.path, run_dir=run_dir, inputs=inputs)
+        real = os.path.realpath(target.path)
+        if real in seen:
+            raise InputError(f"{label}: {seen[real].label} writes that file already")
+        seen[real] = target
+    return chosen
 
 
 def _entries() -> dict[str, _Entry]:
@@ -197,12 +243,15 @@ def export_run(
     targets: Iterable[str | Target],
     *,
     say: Callable[[str], Any] = print,
+    inputs: Iterable[Path] = (),
 ) -> list[Path]:
-    """Write every target's export of the run at ``run_dir``; the paths written.
+    """Write every target's export of the run at ``run_dir``; the paths written (a
+    ``NAME:-`` target goes to standard output and is not among them).
 
-    Every target is parsed and every exporter loaded before the run is read or a file
-    written, so a typo in the last ``--to`` writes nothing. The run is read once. ``say``
-    hears ``Wrote PATH`` per file (and the step-summary line).
+    Every target is parsed, every exporter loaded and every path checked
+    (:func:`check_targets`; ``inputs``: the project's files, never written) before the
+    run is read or a file written, so a typo in the last ``--to`` writes nothing. The run
+    is read once. ``say`` hears ``Wrote PATH`` per file (and the step-summary line).
     """
     parsed = [t if isinstance(t, Target) else parse_target(t) for t in targets]
     if not parsed:
@@ -211,23 +260,19 @@ def export_run(
             + ", ".join(sorted(_entries()))
             + ")"
         )
-    exporters = [(target, load_exporter(target.name)) for target in parsed]
+    exporters = check_targets(parsed, run_dir=Path(run_dir), inputs=inputs)
     run = load_run(Path(run_dir))
     written: list[Path] = []
     for target, exporter in exporters:
+        if target.stdout:
+            _export_to_stdout(target, exporter, run)
+            continue
         path = target.path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise OSError(exc.errno, exc.strerror or str(exc), str(path.parent)) from None
-        try:
-            exporter(run, path)
-        except (BatError, OSError):
-            raise
-        except Exception as exc:
-            raise OperationError(
-                f"exporter {target.name!r} failed writing {path}: {_first_line(exc)}"
-            ) from None
+        _call(target, exporter, run, path)
         written.append(path)
         say(f"Wrote {path}")
         if getattr(exporter, "github_step_summary", False):
@@ -235,6 +280,60 @@ def export_run(
             if summary is not None:
                 say(f"Appended {path} to ${STEP_SUMMARY_VARIABLE} ({summary})")
     return written
+
+
+def _call(target: Target, exporter: Callable[[RunData, Path], Any], run: RunData, path: Path):
+    """Run one exporter; what it raises besides bat's own errors and OSError is one line
+    naming it."""
+    try:
+        exporter(run, path)
+    except (BatError, OSError):
+        raise
+    except Exception as exc:
+        where = "standard output" if target.stdout else path
+        raise OperationError(
+            f"exporter {target.name!r} failed writing {where}: {_first_line(exc)}"
+        ) from None
+
+
+def _export_to_stdout(
+    target: Target, exporter: Callable[[RunData, Path], Any], run: RunData
+) -> None:
+    """``NAME:-``: the exporter writes a private temporary file (an exporter writes a
+    path), which is then copied to bat's own standard output; no ``Wrote`` line, so the
+    output is the export alone. A Markdown export is still appended to the step summary
+    (said on stderr)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bat-export-") as folder:
+        path = Path(folder) / f"export.{target.name}"
+        _call(target, exporter, run, path)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise OperationError(
+                f"exporter {target.name!r} wrote nothing to the file it was given"
+            ) from None
+        _write_stdout(data)
+        if getattr(exporter, "github_step_summary", False):
+            summary = append_step_summary(path)
+            if summary is not None:
+                print(
+                    f"Appended the export to ${STEP_SUMMARY_VARIABLE} ({summary})", file=sys.stderr
+                )
+
+
+def _write_stdout(data: bytes) -> None:
+    """``data`` on standard output, as bytes when it has a binary buffer (a plugin's
+    export need not be text), else decoded as UTF-8."""
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is not None:
+        buffer.write(data)
+        buffer.flush()
+    else:
+        sys.stdout.write(data.decode("utf-8", "replace"))
+        sys.stdout.flush()
 
 
 def append_step_summary(path: Path) -> Path | None:
@@ -247,7 +346,11 @@ def append_step_summary(path: Path) -> Path | None:
     summary = Path(where)
     text = path.read_text(encoding="utf-8")
     try:
-        with summary.open("a", encoding="utf-8") as handle:
+        # Opened without blocking: a FIFO nobody reads fails at once (ENXIO) instead of
+        # hanging the job; then blocking again, so a pipe that is read gets it all.
+        fd = os.open(summary, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o666)
+        os.set_blocking(fd, True)
+        with open(fd, "a", encoding="utf-8") as handle:
             handle.write(text if text.endswith("\n") else text + "\n")
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), str(summary)) from None
