@@ -89,11 +89,10 @@ def render(chart_set: ChartSet, threads: int | None = None) -> str | None:
         answer = answers.get(chart.name)
         if answer is None:
             failure = f"not drawn: {problem}"
-        elif "error" in answer:
-            failure = f"it could not be rendered: {drawable(str(answer['error']), limit=300)}"
+        elif isinstance(answer, str):
+            failure = f"it could not be rendered: {answer}"
         else:
-            chart.svg = answer["svg"]
-            chart.png = base64.b64decode(answer["png"])
+            chart.svg, chart.png = answer
             continue
         chart_set.charts.remove(chart)
         chart_set.skipped[chart.name] = failure
@@ -138,16 +137,26 @@ def _run_worker(todo: list[Chart], workers: int) -> tuple[dict[str, dict], str]:
     return _answers(out), _death(proc.returncode, err)
 
 
-def _answers(out: bytes) -> dict[str, dict]:
-    """The whole JSON lines the renderer wrote (a line cut by its death is left out)."""
-    answers = {}
+def _answers(out: bytes) -> dict[str, tuple[str, bytes] | str]:
+    """What the renderer wrote, by chart name: ``(svg, png)``, or the converter's error
+    in one line. A line cut by its death, or not of the renderer's shape, is left out
+    (that chart counts as not drawn)."""
+    answers: dict[str, tuple[str, bytes] | str] = {}
     for line in out.splitlines():
         try:
             answer = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not a line the renderer wrote whole
             continue
-        if isinstance(answer, dict) and isinstance(answer.get("name"), str):
-            answers[answer["name"]] = answer
+        if not isinstance(answer, dict) or not isinstance(answer.get("name"), str):
+            continue
+        svg, png, error = answer.get("svg"), answer.get("png"), answer.get("error")
+        if isinstance(error, str):
+            answers[answer["name"]] = drawable(error, limit=300)
+        elif isinstance(svg, str) and isinstance(png, str):
+            try:
+                answers[answer["name"]] = (svg, base64.b64decode(png, validate=True))
+            except ValueError:
+                continue
     return answers
 
 
