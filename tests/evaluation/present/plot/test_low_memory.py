@@ -8,6 +8,8 @@ without charts. Real ``bat`` processes under ``resource.setrlimit(RLIMIT_AS)``.
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import resource
 import subprocess
@@ -15,6 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from bat.evaluation.present.plot import render as render_module
 from bat.evaluation.present.plot.render import plot_folder
@@ -123,3 +127,75 @@ def test_the_limit_is_what_kills_the_renderer_here():
         check=False,
     )
     assert probe.returncode < 0, probe.returncode
+
+
+# -- the renderer's answers, fuzzed ----------------------------------------------------
+
+FUZZ = settings(
+    max_examples=max(1, int(100 * float(os.environ.get("FUZZ_SCALE", "1")))),
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=False,
+    suppress_health_check=list(HealthCheck),
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+)
+REAL_LINES = [
+    json.dumps({"name": "pass_rate", "svg": "<svg/>", "png": base64.b64encode(b"PNG").decode()}),
+    json.dumps({"name": "latency", "error": "conversion failed:\nat line 1"}),
+]
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=8,
+)
+
+
+@st.composite
+def renderer_output(draw) -> bytes:
+    """What the renderer writes, as it writes it, then damaged: a line cut (its death
+    mid-write), a key's value of another type, stray bytes, deep nesting."""
+    lines = [line.encode() for line in draw(st.lists(st.sampled_from(REAL_LINES), max_size=4))]
+    choice = draw(st.integers(0, 3))
+    if choice == 0 and lines:
+        doc = json.loads(lines[0])
+        doc[draw(st.sampled_from(["name", "svg", "png", "error"]))] = draw(json_values)
+        lines[0] = json.dumps(doc).encode()
+    elif choice == 1:
+        lines.append(b"[" * draw(st.integers(1, 3000)))
+    elif choice == 2:
+        lines.append(draw(st.binary(max_size=40)))
+    out = b"\n".join(lines)
+    cut = draw(st.integers(0, len(out)))
+    return out[:cut] if draw(st.booleans()) else out
+
+
+def answers_problem(parse, out: bytes) -> str | None:
+    """None when ``parse`` read ``out`` into answers of the renderer's shape, else what
+    went wrong (an exception, or a value render() could not use)."""
+    try:
+        answers = parse(out)
+    except Exception as exc:  # what this check exists to catch
+        return f"{type(exc).__name__}: {exc}"
+    for name, answer in answers.items():
+        drawn = isinstance(answer, tuple) and [type(part) for part in answer] == [str, bytes]
+        if not isinstance(name, str) or not (isinstance(answer, str) or drawn):
+            return f"not an answer: {name!r}: {answer!r}"
+    return None
+
+
+@FUZZ
+@given(out=renderer_output())
+def test_fuzz_the_renderers_answers_are_read_or_left_out(out):
+    assert answers_problem(render_module._answers, out) is None
+
+
+def test_fuzz_check_catches_a_reader_that_trusts_the_renderer():
+    """The canary: a reader without the checks (a KeyError on a line lacking "svg")."""
+
+    def trusting(out: bytes) -> dict:
+        lines = [json.loads(line) for line in out.splitlines()]
+        return {a["name"]: (a["svg"], base64.b64decode(a["png"])) for a in lines}
+
+    assert answers_problem(trusting, REAL_LINES[1].encode()) == "KeyError: 'svg'"
+    assert answers_problem(render_module._answers, REAL_LINES[1].encode()) is None
