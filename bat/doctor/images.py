@@ -45,7 +45,12 @@ def plan(options: Options) -> list[tuple[str, Callable[[], Check | list[Check]]]
             ("image", lambda: [skipped(name, reason) for name in names]),
             ("ssh host", partial(ssh_check, options, None)),
         ]
-    config, problem = read_docker_config(required=options.build)
+    try:  # planned outside any check's guard: nothing may escape it
+        config, problem = read_docker_config(required=options.build)
+    except Exception as exc:
+        detail = f"could not be checked: {type(exc).__name__}: {exc}"
+        fix = "check the Docker config file (DOCKER_CONFIG, ~/.docker/config.json)"
+        config, problem = None, failed("docker config", detail, fix, required=options.build)
     if problem is not None:  # the SDK would hang on it (a FIFO) or fail in its own words
         return [
             ("docker config", lambda: problem),
