@@ -170,28 +170,36 @@ def _load_all(entries: dict[str, _Entry]) -> dict[str, Any]:
     lock, a read of a FIFO) would hang ``eval.export`` and ``bat doctor``. A thread
     cannot be stopped, but it need not be waited for: an import still running after the
     limit is reported, and its daemon thread is left behind, never joined at exit.
+    The built-ins are bat's own code, loaded in this thread (no imports racing theirs).
     """
     results: dict[str, Any] = {}
-    threads = {}
+    threads: dict[str, threading.Thread | None] = {}
+
+    def load(name: str, point: EntryPoint) -> None:
+        try:
+            loaded = point.load()
+            results[name] = loaded() if isinstance(loaded, type) else loaded
+        except BaseException as exc:  # SystemExit too: a plugin never ends bat
+            results[name] = exc
+
     for name, entry in entries.items():
-
-        def load(name: str = name, point: EntryPoint = entry.point) -> None:
-            try:
-                loaded = point.load()
-                results[name] = loaded() if isinstance(loaded, type) else loaded
-            except BaseException as exc:  # SystemExit too: a plugin never ends bat
-                results[name] = exc
-
-        thread = threading.Thread(target=load, name=f"bat-exporter-{name}", daemon=True)
+        if BUILTIN.get(name) == entry.point.value and entry.distribution == DISTRIBUTION:
+            load(name, entry.point)
+            threads[name] = None
+            continue
+        thread = threading.Thread(
+            target=load, args=(name, entry.point), name=f"bat-exporter-{name}", daemon=True
+        )
         thread.start()
         threads[name] = thread
     deadline = time.monotonic() + IMPORT_TIMEOUT_S
     outcomes: dict[str, Any] = {}
     for name, thread in threads.items():
-        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread is not None:
+            thread.join(max(0.0, deadline - time.monotonic()))
         entry = entries[name]
         named = f"exporter {name!r} ({entry.point.value}, from {entry.distribution})"
-        if thread.is_alive():
+        if thread is not None and thread.is_alive():
             outcomes[name] = OperationError(
                 f"{named} did not finish importing within {IMPORT_TIMEOUT_S:g} s "
                 "(its module blocks when imported)"
