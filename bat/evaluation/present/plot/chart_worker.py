@@ -17,6 +17,7 @@ Run as ``python -m bat.evaluation.present.plot.chart_worker``.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import sys
 import threading
@@ -43,7 +44,21 @@ def first_line(error: Exception) -> str:
     return first[:2000]
 
 
+def no_core_dump() -> None:
+    """No core file of this process: V8's SIGTRAP would dump one (as large as what it
+    had mapped) into the current folder, the user's, where ``core_pattern`` is ``core``
+    and ``ulimit -c`` allows it."""
+    try:
+        import resource
+    except ImportError:  # not on this system: nor are its core files
+        return
+    with contextlib.suppress(ValueError, OSError):
+        hard = resource.getrlimit(resource.RLIMIT_CORE)[1]
+        resource.setrlimit(resource.RLIMIT_CORE, (0, hard))
+
+
 def main() -> int:
+    no_core_dump()
     request = json.load(sys.stdin)
     import vl_convert as vlc
 

@@ -39,6 +39,8 @@ TASKS = [
 
 def _small_address_space() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+    hard = resource.getrlimit(resource.RLIMIT_CORE)[1]
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))  # a dying V8 may dump a core
 
 
 def bat_limited(*args: str, cwd: Path, timeout: float = 90) -> subprocess.CompletedProcess:
@@ -67,6 +69,12 @@ def test_plot_under_a_small_address_space_skips_the_charts_and_writes_the_report
     assert "pass_rate" in report and "not drawn" in report  # each chart named as skipped
     assert not list(tmp_path.glob("*.svg")) and not list(tmp_path.glob("*.png"))
     assert f"Wrote {tmp_path / 'report.html'}" in result.stdout
+    # nothing else written where bat runs: no core file of the dead renderer
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        ".charts.json",
+        "20260101-000000-a",
+        "report.html",
+    ]
 
 
 def test_eval_run_under_a_small_address_space_finishes_its_chain(tmp_path):
