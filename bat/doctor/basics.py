@@ -148,19 +148,31 @@ def exporters_check() -> list[Check]:
         return [info("exporters", f"could not be listed: {type(exc).__name__}: {exc}")]
     if not found:
         return [info("exporters", "none installed (entry-point group bat.exporters)")]
-    return [info(f"exporter {name}", detail) for name, detail in sorted(found.items())]
+    checks = []
+    for name, (detail, error) in sorted(found.items()):
+        if error:  # cannot be loaded, or its import blocks: eval.export --to NAME: fails
+            fix = "fix or uninstall the plugin's distribution (pip uninstall)"
+            checks.append(failed(f"exporter {name}", detail, fix, required=False))
+        else:
+            checks.append(info(f"exporter {name}", detail))
+    return checks
 
 
-def _exporters() -> dict[str, str]:
-    """``{name: one line}``: from ``bat.evaluation.present.export.available_exporters()`` when
-    that module exists, else the entry points of the group ``bat.exporters``."""
+def _exporters() -> dict[str, tuple[str, str | None]]:
+    """``{name: (one line, why it cannot be used or None)}``: from
+    ``bat.evaluation.present.export.available_exporters()`` when that module exists, else
+    the entry points of the group ``bat.exporters``. Each plugin's import is given a time
+    limit there (``IMPORT_TIMEOUT_S``): a plugin that blocks is a warning, not a hang."""
     try:
         from bat.evaluation.present.export import available_exporters  # type: ignore[attr-defined]
     except ImportError:
         from importlib.metadata import entry_points
 
-        return {ep.name: ep.value for ep in entry_points(group="bat.exporters")}
-    return {str(name): _describe(value) for name, value in available_exporters().items()}
+        return {ep.name: (ep.value, None) for ep in entry_points(group="bat.exporters")}
+    return {
+        str(name): (_describe(value), getattr(value, "error", None))
+        for name, value in available_exporters().items()
+    }
 
 
 def _describe(value: object) -> str:

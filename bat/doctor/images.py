@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bat.doctor.check import Check, failed, passed, skipped
 from bat.doctor.net import probe
@@ -45,11 +45,69 @@ def plan(options: Options) -> list[tuple[str, Callable[[], Check | list[Check]]]
             ("image", lambda: [skipped(name, reason) for name in names]),
             ("ssh host", partial(ssh_check, options, None)),
         ]
+    try:  # planned outside any check's guard: nothing may escape it
+        config, problem = read_docker_config(required=options.build)
+    except Exception as exc:
+        detail = f"could not be checked: {type(exc).__name__}: {exc}"
+        fix = "check the Docker config file (DOCKER_CONFIG, ~/.docker/config.json)"
+        config, problem = None, failed("docker config", detail, fix, required=options.build)
+    if problem is not None:  # the SDK would hang on it (a FIFO) or fail in its own words
+        return [
+            ("docker config", lambda: problem),
+            ("image", partial(image_checks, options, host, None)),
+            ("docker engine", lambda: _not_checked("docker engine", problem)),
+            ("ssh host", partial(ssh_check, options, host)),
+        ]
     return [
-        ("image", partial(image_checks, options, host)),
+        ("image", partial(image_checks, options, host, config)),
         ("docker engine", partial(engine_check, options, host)),
         ("ssh host", partial(ssh_check, options, host)),
     ]
+
+
+def read_docker_config(required: bool) -> tuple[DockerConfig | None, Check | None]:
+    """The Docker client's configuration file (``$DOCKER_CONFIG/config.json``, else
+    ``~/.docker/config.json``, else the legacy ``~/.dockercfg``), read by bat's bounded
+    reader before the Docker SDK opens it.
+
+    The SDK reads it with a plain ``open()`` when it connects and when it looks up a
+    login: a FIFO there would hang doctor, ``/dev/zero`` would fill its memory, deep
+    nesting would raise RecursionError. Such a file is a failed ``docker config`` check
+    (required with ``--build``) and the checks that need it are not run. Returns the
+    parsed config.json (``None`` for the legacy format, left to the SDK), or the check.
+    """
+    from docker.utils.config import find_config_file
+
+    from bat.errors import InputError
+    from bat.input_files import CONFIG_LIMIT, parse_json, read_text
+
+    found = find_config_file()
+    if found is None:
+        return DockerConfig(None, {}), None
+    path = Path(found)
+    fix = f"repair or remove {path} (docker login writes it anew)"
+    try:
+        text = read_text(path, limit=CONFIG_LIMIT, kind="a Docker config file")
+        if path.name != "config.json":  # ~/.dockercfg: not JSON; bounded, then the SDK's
+            return DockerConfig(path, None), None
+        data = parse_json(text, path)
+    except InputError as exc:
+        return None, failed("docker config", _words(exc), fix, required=required)
+    if not isinstance(data, dict):
+        detail = f"{path}: not a Docker config file (a JSON object)"
+        return None, failed("docker config", detail, fix, required=required)
+    return DockerConfig(path, data), None
+
+
+class DockerConfig(NamedTuple):
+    """The Docker config file found (or None) and its parsed content (None: legacy)."""
+
+    path: Path | None
+    data: dict | None
+
+
+def _not_checked(name: str, cause: Check) -> Check:
+    return skipped(name, f"not checked: the Docker config file cannot be read ({cause.name})")
 
 
 def _target(options: Options, host: str | None) -> Target:
@@ -60,7 +118,7 @@ def _target(options: Options, host: str | None) -> Target:
     return resolve_target(flags, options.configured)
 
 
-def image_checks(options: Options, host: str | None) -> list[Check]:
+def image_checks(options: Options, host: str | None, config: DockerConfig | None) -> list[Check]:
     """The image reference, the registry reachable, and a login known for it."""
     from bat.images.settings import FALLBACK_REGISTRY
 
@@ -84,7 +142,7 @@ def image_checks(options: Options, host: str | None) -> list[Check]:
         )
         return checks
     checks.append(_registry_check(settings.registry_host, settings.registry.source, required))
-    checks.append(_login_check(options, settings.registry_host, host))
+    checks.append(_login_check(options, settings.registry_host, host, config))
     return checks
 
 
@@ -103,7 +161,9 @@ def _registry_check(registry: str, source: str, required: bool) -> Check:
     return passed("registry", f"{registry} accepts connections ({source})", required=required)
 
 
-def _login_check(options: Options, registry: str, host: str | None) -> Check:
+def _login_check(
+    options: Options, registry: str, host: str | None, config: DockerConfig | None
+) -> Check:
     """A login bat push would use: --username with BAT_DOCKER_PASSWORD, else the Docker
     credentials (``~/.docker/config.json`` and its helpers) the push reads."""
     from bat.images.credentials import ENV_PASSWORD
@@ -114,10 +174,18 @@ def _login_check(options: Options, registry: str, host: str | None) -> Check:
         return passed(name, f"images.username {username} with {ENV_PASSWORD}", required=False)
     if host:
         return skipped(name, f"on {host}, the host user's Docker login is used")
+    if config is None:
+        return _not_checked(name, skipped("docker config", ""))
     try:
         from docker import auth
 
-        found = auth.resolve_authconfig(auth.load_config(), registry)
+        if config.data is None:  # the legacy ~/.dockercfg, checked bounded already
+            loaded = auth.load_config(config_path=str(config.path))
+        elif config.data:  # as bat's bounded reader read it, not read again
+            loaded = auth.load_config(config_dict=dict(config.data))
+        else:
+            loaded = auth.AuthConfig({})
+        found = auth.resolve_authconfig(loaded, registry)
     except Exception as exc:  # a damaged config.json, a credential helper that fails
         return failed(
             name,

@@ -187,7 +187,7 @@ def agent_card_check(found: Project) -> Check:
     if not found.is_agent:
         return skipped(name, "not an agent project here (no agent.json, config.yaml)")
     path = found.root / "agent.json"
-    if not path.is_file():
+    if not path.exists():  # a FIFO or device exists: the reader refuses it by name
         return failed(
             name,
             f"no {_rel(path, found.cwd)}: bat-adk serves it as the agent card, and bat build "

@@ -435,6 +435,8 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
         print(f"Removed {path} (no longer drawn)")
     for note in result.notes:
         print(note)
+    if result.renderer is not None:  # the report is still written, without those charts
+        ctx.warn(f"charts skipped: {result.renderer}")
     for problem in result.unusable:
         ctx.warn(f"left out of the charts and report: {problem}")
     for path in result.written:

@@ -235,10 +235,12 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 def _uses_bat_adk(root: Path) -> bool:
     """Whether the project's ``pyproject.toml`` (or requirements) names bat-adk."""
+    from bat.input_files import CONFIG_LIMIT, read_bytes
+
     for name in ("pyproject.toml", "requirements.txt"):
-        try:
-            text = (root / name).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        try:  # bounded: a FIFO here hung bat doctor and eval.run
+            text = read_bytes(root / name, limit=CONFIG_LIMIT).decode("utf-8", "replace")
+        except (OSError, InputError):
             continue
         if _BAT_ADK.search(text) or (name == "requirements.txt" and "bat-adk" in text):
             return True

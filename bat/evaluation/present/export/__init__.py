@@ -8,6 +8,9 @@ myfmt = "mypkg:export"``, and ``--to myfmt:out.txt`` calls it. Both are
 :class:`importlib.metadata.EntryPoint` objects, loaded by ``EntryPoint.load``. Discovery
 is lazy: nothing here runs for ``bat --help``, and an exporter's module is imported only
 when it is used (or listed with its description by :func:`available_exporters`).
+Importing a plugin runs its code: one whose import does not finish within
+:data:`IMPORT_TIMEOUT_S` is reported as such (an OperationError for ``eval.export``, a
+warning of ``bat doctor``), never waited for.
 
 An exporter is a callable ``exporter(run, path)``: ``run`` is the :class:`RunData` of the
 run folder (read once, by bat's own readers, for every target of the command), ``path``
@@ -23,6 +26,8 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -56,6 +61,9 @@ __all__ = [
 ]
 
 GROUP = "bat.exporters"
+#: How long the exporters' modules may take to import, all together (a blocking one is
+#: reported, never waited for).
+IMPORT_TIMEOUT_S = 5.0
 
 # The built-in exporters. In code, not in pyproject's entry points: a checkout run without
 # reinstalling has every one, and no installed metadata (a stale one, a plugin's) can
@@ -193,29 +201,78 @@ def load_exporter(name: str) -> Callable[[RunData, Path], Any]:
 
 
 def _instantiate(entry: _Entry) -> Callable[[RunData, Path], Any]:
-    point = entry.point
-    named = f"exporter {point.name!r} ({point.value}, from {entry.distribution})"
-    try:
-        loaded = point.load()
-        exporter = loaded() if isinstance(loaded, type) else loaded
-    except Exception as exc:
-        raise OperationError(f"{named} cannot be loaded: {_first_line(exc)}") from None
-    if not callable(exporter):
-        raise OperationError(
-            f"{named} is not callable: an exporter is called as exporter(run, path)"
+    """The exporter of ``entry``, loaded within :data:`IMPORT_TIMEOUT_S`."""
+    outcome = _load_all({entry.point.name: entry})[entry.point.name]
+    if isinstance(outcome, OperationError):
+        raise outcome
+    return outcome
+
+
+def _load_all(entries: dict[str, _Entry]) -> dict[str, Any]:
+    """Every entry's exporter, or the OperationError saying why not, loaded at the same
+    time on daemon threads within one :data:`IMPORT_TIMEOUT_S`.
+
+    A plugin's module runs when it is imported, and one that blocks (a network call, a
+    lock, a read of a FIFO) would hang ``eval.export`` and ``bat doctor``. A thread
+    cannot be stopped, but it need not be waited for: an import still running after the
+    limit is reported, and its daemon thread is left behind, never joined at exit.
+    The built-ins are bat's own code, loaded in this thread (no imports racing theirs).
+    """
+    results: dict[str, Any] = {}
+    threads: dict[str, threading.Thread | None] = {}
+
+    def load(name: str, point: EntryPoint) -> None:
+        try:
+            loaded = point.load()
+            results[name] = loaded() if isinstance(loaded, type) else loaded
+        except BaseException as exc:  # SystemExit too: a plugin never ends bat
+            results[name] = exc
+
+    for name, entry in entries.items():
+        if BUILTIN.get(name) == entry.point.value and entry.distribution == DISTRIBUTION:
+            load(name, entry.point)
+            threads[name] = None
+            continue
+        thread = threading.Thread(
+            target=load, args=(name, entry.point), name=f"bat-exporter-{name}", daemon=True
         )
-    return exporter
+        thread.start()
+        threads[name] = thread
+    deadline = time.monotonic() + IMPORT_TIMEOUT_S
+    outcomes: dict[str, Any] = {}
+    for name, thread in threads.items():
+        if thread is not None:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        entry = entries[name]
+        named = f"exporter {name!r} ({entry.point.value}, from {entry.distribution})"
+        if thread is not None and thread.is_alive():
+            outcomes[name] = OperationError(
+                f"{named} did not finish importing within {IMPORT_TIMEOUT_S:g} s "
+                "(its module blocks when imported)"
+            )
+            continue
+        loaded = results[name]
+        if isinstance(loaded, BaseException):
+            outcomes[name] = OperationError(f"{named} cannot be loaded: {_first_line(loaded)}")
+        elif not callable(loaded):
+            outcomes[name] = OperationError(
+                f"{named} is not callable: an exporter is called as exporter(run, path)"
+            )
+        else:
+            outcomes[name] = loaded
+    return outcomes
 
 
 def available_exporters() -> dict[str, ExporterInfo]:
     """Every exporter bat can use, by name, in name order: its distribution and version,
-    a one-line description, and the error when it cannot be loaded (``bat doctor``)."""
+    a one-line description, and the error when it cannot be loaded or its import does
+    not finish within :data:`IMPORT_TIMEOUT_S` (``bat doctor``)."""
+    entries = dict(sorted(_entries().items()))
     found = {}
-    for name, entry in sorted(_entries().items()):
-        try:
-            exporter = _instantiate(entry)
-        except OperationError as exc:
-            error = exc.message
+    for name, outcome in _load_all(entries).items():
+        entry = entries[name]
+        if isinstance(outcome, OperationError):
+            error = outcome.message
             found[name] = ExporterInfo(
                 entry.distribution,
                 entry.version,
@@ -225,7 +282,7 @@ def available_exporters() -> dict[str, ExporterInfo]:
             )
             continue
         found[name] = ExporterInfo(
-            entry.distribution, entry.version, describe(exporter), entry.point.value
+            entry.distribution, entry.version, describe(outcome), entry.point.value
         )
     return found
 

@@ -1,21 +1,26 @@
 """Rendering the charts (vl-convert) and writing everything ``bat eval.plot`` makes.
 
-The specs are rendered to SVG by vl-convert, in this process, and rasterized from that
-SVG to PNG. :func:`plot_folder` writes the charts and ``report.html`` into the folder it
-plots, each file atomically, and removes the files of a chart an earlier invocation drew
-that this one skips (they would contradict the report). vl_convert is imported inside
-:func:`render`, so ``bat --help`` never loads it.
+The specs are rendered to SVG by vl-convert and rasterized from that SVG to PNG, in a
+child process (:mod:`.chart_worker`): vl-convert runs V8, which ends the process it runs
+in with SIGTRAP when it cannot reserve its heap (``ulimit -v`` of a few GB). Its death
+ends only the child; the charts it did not draw are skipped with a warning, and the
+report, exports and gates follow as without charts. The child costs its start-up and the specs'
+copy through a pipe: 0.1 to 0.2 s, within the noise of a 4 s ``eval.plot`` of three
+50-task runs here (measured against the in-process renderer, new processes each).
+
+:func:`plot_folder` writes the charts and ``report.html`` into the folder it plots, each
+file atomically, and removes the files of a chart an earlier invocation drew that this
+one skips (they would contradict the report).
 
 **Rendered once per change.** A chart's files are drawn from its spec alone, and the spec
 holds the chart's data. ``.charts.json`` in the plotted folder keeps the SHA-256 of the
 spec each chart's files were drawn from; a chart whose spec is unchanged, with both its
 files still there, is not rendered again (``eval.plot`` after a judge that changed nothing,
-a view that re-plots, a second ``eval.run`` stage).
+a view that re-plots, a second ``eval.run`` stage): then no renderer is started at all.
 
 **In parallel.** vl-convert lets go of the interpreter for part of each conversion, and
-its converter takes several requests at once: the charts are rendered on a few threads.
-It helps a little: the five charts of a 200-episode run in 0.21 s instead of 0.23 s here
-(small specs, where the converter's own work dominates, in half the time).
+its converter takes several requests at once: the charts are rendered on a few threads
+of the renderer's process.
 
 Starting the converter ahead of time, while the episodes run, was tried and left out:
 its first conversion (a third of a second) holds the interpreter most of the time, so on
@@ -26,13 +31,15 @@ runtime's 70 MB were held through the whole run.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
+import signal
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from bat.atomic import write_bytes_atomic, write_text_atomic
 from bat.evaluation.present.plot.report import write_report
@@ -41,53 +48,133 @@ from bat.evaluation.present.plot.specs import Chart, ChartSet, build_charts, dra
 from bat.secrets import Scrubber
 
 PNG_SCALE = 2.0
+RENDER_TIMEOUT_S = 300.0  # the renderer's whole work; a hang ends here
 RENDERED = ".charts.json"  # chart name -> the SHA-256 of the spec its files were drawn from
 
 
 def spec_digest(chart: Chart) -> str:
     """What a chart's files are drawn from: its spec, the PNG scale and the converter's
     version (a new vl-convert may draw the same spec differently)."""
-    import vl_convert as vlc
-
     text = json.dumps(chart.spec, sort_keys=True, separators=(",", ":"), default=str)
-    drawer = f"vl-convert {getattr(vlc, '__version__', '?')}, PNG scale {PNG_SCALE}"
+    drawer = f"vl-convert {_converter_version()}, PNG scale {PNG_SCALE}"
     return hashlib.sha256(f"{drawer}\n{text}".encode()).hexdigest()
 
 
-def render(chart_set: ChartSet, threads: int | None = None) -> None:
-    """SVG and PNG of every chart not rendered yet (``chart.svg`` empty), on a few
-    threads of one in-process vl-convert converter.
+def _converter_version() -> str:
+    """vl-convert's version from its metadata: the converter itself is loaded only in
+    the renderer's process."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vl-convert-python")
+    except PackageNotFoundError:
+        return "?"
+
+
+def render(chart_set: ChartSet, threads: int | None = None) -> str | None:
+    """SVG and PNG of every chart not rendered yet (``chart.svg`` empty), drawn by
+    vl-convert in a child process (:mod:`.chart_worker`) on a few threads.
 
     A chart the converter fails on is moved to the skipped ones with the first line of
-    its error (the rest is a JavaScript stack): the other charts and the report are
-    still written.
+    its error. When the renderer itself cannot start or dies (V8 ends its process with
+    SIGTRAP when ``ulimit -v`` leaves it no room for its heap), or takes longer than
+    :data:`RENDER_TIMEOUT_S`, every chart it did not draw is skipped and the reason is
+    returned, for one warning line: the report, exports and gates still follow.
     """
     todo = [chart for chart in chart_set.charts if not chart.svg]
     if not todo:
-        return
-    import vl_convert as vlc
-
-    version = _vegalite_version(vlc)
-
-    def draw(chart: Chart) -> str | None:
-        try:
-            svg = vlc.vegalite_to_svg(chart.spec, vl_version=version, allowed_base_urls=[])
-            chart.png = vlc.svg_to_png(svg, scale=PNG_SCALE)
-            chart.svg = svg
-        except Exception as exc:  # the converter raises plain ValueError/RuntimeError
-            return f"it could not be rendered: {_first_line(exc)}"
         return None
-
     workers = threads or min(len(todo), max(2, os.cpu_count() or 1), 4)
-    if workers <= 1:
-        failures = [draw(chart) for chart in todo]
-    else:
-        with ThreadPoolExecutor(workers, thread_name_prefix="bat-render") as pool:
-            failures = list(pool.map(draw, todo))
-    for chart, failure in zip(todo, failures, strict=True):
-        if failure is not None:
-            chart_set.charts.remove(chart)
-            chart_set.skipped[chart.name] = failure
+    answers, problem = _run_worker(todo, workers)
+    for chart in todo:
+        answer = answers.get(chart.name)
+        if answer is None:
+            failure = f"not drawn: {problem}"
+        elif isinstance(answer, str):
+            failure = f"it could not be rendered: {answer}"
+        else:
+            chart.svg, chart.png = answer
+            continue
+        chart_set.charts.remove(chart)
+        chart_set.skipped[chart.name] = failure
+    return problem if len(answers) < len(todo) else None
+
+
+def _run_worker(todo: list[Chart], workers: int) -> tuple[dict[str, dict], str]:
+    """The renderer's answers by chart name, and why it stopped early (if it did)."""
+    request = {
+        "vl_version": _vegalite_version(),
+        "scale": PNG_SCALE,
+        "threads": workers,
+        "charts": [{"name": chart.name, "spec": chart.spec} for chart in todo],
+    }
+    payload = json.dumps(request, default=str).encode()
+    # The parent's import path, given whole: -I keeps PYTHON* variables and the user's
+    # site folder from changing what the child imports.
+    code = (
+        f"import sys; sys.path[:] = {sys.path!r}; "
+        "from bat.evaluation.present.plot.chart_worker import main; sys.exit(main())"
+    )
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except OSError as exc:
+        return {}, f"the chart renderer could not start: {exc.strerror or exc}"
+    try:
+        out, err = proc.communicate(payload, timeout=RENDER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        answers = _answers(out)
+        return answers, f"the chart renderer took more than {RENDER_TIMEOUT_S:g} s"
+    finally:
+        if proc.poll() is None:  # Ctrl-C while it draws: it goes with us
+            proc.kill()
+            proc.wait()
+    return _answers(out), _death(proc.returncode, err)
+
+
+def _answers(out: bytes) -> dict[str, tuple[str, bytes] | str]:
+    """What the renderer wrote, by chart name: ``(svg, png)``, or the converter's error
+    in one line. A line cut by its death, or not of the renderer's shape, is left out
+    (that chart counts as not drawn)."""
+    answers: dict[str, tuple[str, bytes] | str] = {}
+    for line in out.splitlines():
+        try:
+            answer = json.loads(line)
+        except (ValueError, RecursionError):  # not a line the renderer wrote whole
+            continue
+        if not isinstance(answer, dict) or not isinstance(answer.get("name"), str):
+            continue
+        svg, png, error = answer.get("svg"), answer.get("png"), answer.get("error")
+        if isinstance(error, str):
+            answers[answer["name"]] = drawable(error, limit=300)
+        elif isinstance(svg, str) and isinstance(png, str):
+            try:
+                answers[answer["name"]] = (svg, base64.b64decode(png, validate=True))
+            except ValueError:
+                continue
+    return answers
+
+
+def _death(code: int, err: bytes) -> str:
+    """Why the renderer ended without drawing everything, in a few words."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        low = " (too little memory? `ulimit -v` leaves its JavaScript engine no room)"
+        return f"the chart renderer (vl-convert) was killed by {name}" + (
+            low if name in ("SIGTRAP", "SIGABRT", "SIGSEGV", "SIGKILL") else ""
+        )
+    lines = [line.strip() for line in err.decode("utf-8", "replace").splitlines() if line]
+    reason = drawable(lines[-1], limit=300) if lines else "no message"
+    return f"the chart renderer (vl-convert) stopped with exit status {code}: {reason}"
 
 
 def _reuse(folder: Path, chart_set: ChartSet) -> dict[str, str]:
@@ -113,20 +200,11 @@ def _reuse(folder: Path, chart_set: ChartSet) -> dict[str, str]:
     return digests
 
 
-def _first_line(error: Exception) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    first = lines[0] if lines else type(error).__name__
-    if first.endswith(":") and len(lines) > 1:  # "conversion failed:" then the reason
-        first += " " + lines[1]
-    return drawable(first, limit=300)
-
-
-def _vegalite_version(vlc: Any) -> str | None:
-    """The Vega-Lite version Altair writes, if vl-convert has it (else its latest)."""
+def _vegalite_version() -> str:
+    """The Vega-Lite version Altair writes (the renderer uses its latest if it lacks it)."""
     import altair as alt
 
-    wanted = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
-    return wanted if wanted in vlc.get_vegalite_versions() else None
+    return ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
 
 
 @dataclass
@@ -138,6 +216,7 @@ class PlotResult:
     removed: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unusable: list[str] = field(default_factory=list)  # metrics files left out, and why
+    renderer: str | None = None  # why the chart renderer drew nothing (more), or None
 
 
 def plot_folder(folder: Path, task_filter: str | None = None, *, scrubber: Scrubber) -> PlotResult:
@@ -150,8 +229,8 @@ def plot_folder(folder: Path, task_filter: str | None = None, *, scrubber: Scrub
     chart_set = build_charts(runs, task_filter)
     digests = _reuse(folder, chart_set)
     fresh = [chart.name for chart in chart_set.charts if not chart.svg]
-    render(chart_set)
-    result = PlotResult(runs=runs, unusable=unusable)
+    problem = render(chart_set)
+    result = PlotResult(runs=runs, unusable=unusable, renderer=problem)
     for chart in chart_set.charts:
         svg_path, png_path = folder / f"{chart.name}.svg", folder / f"{chart.name}.png"
         if chart.name in fresh:
