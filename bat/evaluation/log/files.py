@@ -8,6 +8,7 @@ repaired the same way whichever part of bat reads it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,15 @@ from bat.errors import InputError
 
 
 def read_json_object(path: Path) -> dict[str, Any]:
-    """A JSON file holding an object; any other content is an :class:`InputError`."""
+    """A JSON file holding an object; any other content is an :class:`InputError`.
+
+    Strict JSON only: ``NaN``, ``Infinity`` and numbers too large for a float (``1e999``)
+    are refused, as they are by every other JSON reader. Python would read them, and a
+    NaN compares false with everything: a baseline holding one would let any drop pass.
+    """
     try:
         text = path.read_text(encoding="utf-8")
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_not_a_number, parse_float=finite_float)
     except OSError as exc:
         raise InputError(f"{path} cannot be read: {exc.strerror or exc}") from None
     except (ValueError, RecursionError) as exc:
@@ -29,6 +35,18 @@ def read_json_object(path: Path) -> dict[str, Any]:
     if SURROGATE_ESCAPE.search(text):
         data = without_surrogates(data)
     return data
+
+
+def _not_a_number(word: str) -> float:
+    raise ValueError(f"{word} is not a number JSON allows")
+
+
+def finite_float(text: str) -> float:
+    """A JSON number as a float; a ValueError when it is too large for one (``1e999``)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large")
+    return value
 
 
 # JSON may spell half of a UTF-16 pair alone ("\ud800"); Python then holds a string that

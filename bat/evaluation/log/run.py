@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bat.atomic import write_private
+from bat.atomic import json_text, write_private
 from bat.errors import InputError
 from bat.evaluation.log import layout
 from bat.secrets import Scrubber
@@ -165,7 +165,7 @@ def write_run(run_dir: Path, record: RunRecord, *, scrubber: Scrubber) -> None:
     data = scrubber.data(record.model_dump(mode="json", by_alias=True))
     path = run_dir / RUN_FILE
     try:
-        write_private(path, json.dumps(data, indent=1, default=str) + "\n")
+        write_private(path, json_text(data, what=str(path), indent=1, default=str))
     except OSError as exc:  # named: the atomic writer fails on its temporary file
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from bat.atomic import write_text_atomic
+from bat.atomic import json_text, write_text_atomic
 from bat.errors import InputError
 from bat.evaluation.log import layout
 from bat.evaluation.log.batch_writer import BatchWriter
@@ -66,7 +65,7 @@ def write_json(path: Path, content: dict[str, Any], *, scrubber: Scrubber) -> Pa
     """``content`` written atomically to ``path`` without any secret of ``scrubber``."""
     content = scrubber.data(content)
     try:
-        write_text_atomic(path, json.dumps(content, indent=1, ensure_ascii=False) + "\n")
+        write_text_atomic(path, json_text(content, what=str(path), indent=1, ensure_ascii=False))
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     return path

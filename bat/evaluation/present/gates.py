@@ -18,6 +18,7 @@ say.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -177,6 +178,9 @@ def _answer(spec: GateSpec, scope: _Scope | str, record: RunRecord) -> GateResul
     if threshold is None:
         return _must_pass(base, scope)
     value, why = figure_value(threshold.figure, scope, record.k)
+    if value is not None and not math.isfinite(value):
+        # Comparisons with NaN are all false, and gates.json must stay strict JSON.
+        value, why = None, f"{threshold.figure.name} is {value}, not a number a gate can hold"
     passed = threshold.holds(value)
     detail = why or (
         "" if passed else f"{number(value)} is not {wanted(threshold.op, threshold.threshold)}"
@@ -280,13 +284,18 @@ def _baseline(
             why = f"the baseline {base_dir.name} has no model {other!r}"
             answers.append(GateResult(**common, model=label, passed=False, detail=why))
             continue
-        result = compare(theirs[other], ours[mine])
+        try:
+            result = compare(theirs[other], ours[mine])
+        except InputError as exc:  # a summary that cannot be read fails, never passes
+            why = f"against {base_dir.name}: cannot be compared: {exc.message}"
+            answers.append(GateResult(**common, model=label, passed=False, detail=why))
+            continue
         drop, regressed, why = regression(result, alpha=spec.alpha, max_drop=spec.max_drop)
         answers.append(
             GateResult(
                 **common,
                 model=label,
-                value=drop,
+                value=drop if math.isfinite(drop) else None,
                 passed=not regressed,
                 detail=f"against {base_dir.name}: {why}",
             )
