@@ -25,7 +25,9 @@ OLDER_METRICS_SCHEMAS = frozenset({"bat.metrics/1"})
 
 class _Model(BaseModel):
     # Files of a later minor version may carry fields this one does not know: ignored.
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    # Numbers are finite: a NaN (or "NaN") in a summary compares false with everything, and
+    # a baseline holding one would let any drop pass.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, allow_inf_nan=False)
 
 
 # --- summary.json -------------------------------------------------------------------------
