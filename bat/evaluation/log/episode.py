@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from bat.atomic import json_text
+from bat.evaluation.log.bounds import Seconds
 from bat.evaluation.log.scores import JudgeScores
 from bat.secrets import Scrubber
 
@@ -66,7 +67,7 @@ class StatusEvent(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True, allow_inf_nan=False)
 
-    t: float  # seconds since the episode started
+    t: Seconds  # seconds since the episode started
     turn: int
     kind: Literal["task", "status", "artifact", "message"]
     status: str | None = Field(None, **_named("task_status", "status"))
@@ -118,8 +119,8 @@ class TurnRecord(BaseModel):
     status: str
     output: str = ""
     task_id: str | None = None
-    time_to_first_event_s: float | None = None
-    wall_time_s: float = 0.0
+    time_to_first_event_s: Seconds | None = None
+    wall_time_s: Seconds = 0.0
 
 
 class EpisodeTrace(BaseModel):
@@ -130,8 +131,8 @@ class EpisodeTrace(BaseModel):
     context_id: str
     events: list[StatusEvent] = Field(default_factory=list)
     turns: list[TurnRecord] = Field(default_factory=list)
-    time_to_first_event_s: float | None = None
-    wall_time_s: float = 0.0
+    time_to_first_event_s: Seconds | None = None
+    wall_time_s: Seconds = 0.0
     usage: Usage = Field(default_factory=Usage)
     tool_calls: list[ToolCall] = Field(default_factory=list)
     agent_calls: list[AgentCall] = Field(default_factory=list)

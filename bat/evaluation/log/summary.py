@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from bat.evaluation.log.bounds import Milliseconds, Seconds
+
 SUMMARY_SCHEMA = "bat.summary/2"
 METRICS_SCHEMA = "bat.metrics/2"
 OLDER_SUMMARY_SCHEMAS = frozenset({"bat.summary/1"})
@@ -116,7 +118,7 @@ class RowVerdict(_Model):
 
 
 class RowTime(_Model):
-    wall_ms: float  # derived: wall_time_s * 1000 (bat-cli's unit)
+    wall_ms: Milliseconds  # derived: wall_time_s * 1000 (bat-cli's unit)
 
 
 class RowTokens(_Model):
@@ -139,8 +141,8 @@ class EpisodeRow(_Model):
     verdict: RowVerdict
     # bat's
     attempt: int
-    wall_time_s: float
-    time_to_first_event_s: float | None = None
+    wall_time_s: Seconds
+    time_to_first_event_s: Seconds | None = None
     infra_error: str | None = None  # its kind, when bat could not observe the agent
     agent_error: str | None = None  # its kind, when the agent answered with an error
     vacuous: bool = False  # passed with an empty answer, or only the status was checked

@@ -151,33 +151,55 @@ def test_compare_refuses_a_drop_that_is_not_a_fraction(two_runs):
 # --- a measured NaN fails its gate, and gates.json stays strict ---------------------------
 
 
-def test_a_run_whose_metrics_hold_nan_fails_its_gates_with_the_reason(two_runs):
+@pytest.mark.parametrize(
+    ("wall", "why"),
+    [
+        (math.nan, "NaN is not a number JSON allows"),
+        (-5.0, "greater than or equal to 0"),  # main: a latency of -5 s passed the gate
+        (1.7e308, "less than or equal to 10000000"),  # main: summed to an infinity
+    ],
+    ids=["nan", "negative", "huge"],
+)
+def test_a_run_whose_metrics_hold_impossible_times_fails_its_gates_with_the_reason(
+    two_runs, wall, why
+):
     project, _ = two_runs
     newer = run_dirs(project)[-1]
 
     def change(data):
-        data["per_episode"][0]["wall_time_s"] = math.nan
+        for row in data["per_episode"]:
+            row["wall_time_s"] = wall
 
     edit_json(newer / "m" / "metrics.json", change)
     result = bat("eval.gate", "--gate", "latency.max < 5", cwd=project)
     assert result.code == 1 and "Traceback" not in result.err
     (gate,) = gates_file(project)["gates"]  # main: "value": NaN, no strict reader reads it
     assert gate["passed"] is False and gate["value"] is None
-    assert "its results cannot be read" in gate["detail"] and "NaN" in gate["detail"]
+    assert "its results cannot be read" in gate["detail"] and why in gate["detail"]
 
 
-def test_an_episode_holding_nan_is_refused_when_summarized(two_runs):
+@pytest.mark.parametrize(
+    ("wall", "why"),
+    [
+        (math.nan, "finite number"),
+        (-5.0, "greater than or equal to 0"),
+        (1.7e308, "less than or equal to 10000000"),  # main: a traceback (an infinity)
+    ],
+    ids=["nan", "negative", "huge"],
+)
+def test_an_episode_holding_an_impossible_time_is_refused_when_summarized(two_runs, wall, why):
     project, _ = two_runs
     newer = run_dirs(project)[-1]
-    episode = sorted((newer / "m" / "episodes").glob("*.json"))[0]
+    episodes = sorted((newer / "m" / "episodes").glob("*.json"))
 
     def change(data):
-        data["trace"]["wall_time_s"] = math.nan
+        data["trace"]["wall_time_s"] = wall
 
-    edit_json(episode, change)
+    for episode in episodes:
+        edit_json(episode, change)
     before = (newer / "m" / "metrics.json").read_bytes()
     line = one_line(bat("eval.summarize", "--run", newer.name, cwd=project))
-    assert episode.name in line and "finite number" in line
+    assert episodes[0].name in line and why in line
     assert (newer / "m" / "metrics.json").read_bytes() == before  # main: rewritten with null
 
 
@@ -225,9 +247,7 @@ def test_a_gate_flag_outside_its_figure_is_refused_naming_it(two_runs, gate, mes
         ({"gate": "tokens.max <= 1e400"}, "not a finite number"),
     ],
 )
-def test_a_gate_in_eval_yaml_outside_its_figure_is_refused_naming_its_key(
-    two_runs, entry, message
-):
+def test_a_gate_in_eval_yaml_outside_its_figure_is_refused_naming_its_key(two_runs, entry, message):
     project, _ = two_runs
     path = project / "eval" / "eval.yaml"
     config = yaml.safe_load(path.read_text())
@@ -344,7 +364,8 @@ def test_any_gate_text_parses_in_range_or_is_one_line_of_error():
 def test_the_property_catches_a_parser_that_lets_numbers_through(monkeypatch):
     """The canary: today's parser with its range checks taken out (as on main) and one that
     raises a bare KeyError; the same property must fail on both."""
-    monkeypatch.setattr(gate_specs, "threshold_of", lambda figure, number, percent="": float(number))
+    unchecked = lambda figure, number, percent="": float(number)  # noqa: E731
+    monkeypatch.setattr(gate_specs, "threshold_of", unchecked)
     with pytest.raises(AssertionError):
         run_property(parse_expression, examples=200)
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bat.atomic import write_bytes_atomic, write_text_atomic
+from bat.atomic import json_text, write_bytes_atomic, write_text_atomic
 from bat.evaluation.present.plot.report import write_report
 from bat.evaluation.present.plot.runs import Run, find_runs
 from bat.evaluation.present.plot.specs import Chart, ChartSet, build_charts, drawable
@@ -166,6 +166,6 @@ def plot_folder(folder: Path, task_filter: str | None = None, *, scrubber: Scrub
                 stale.unlink()
                 result.removed.append(stale)
     drawn = {chart.name: digests[chart.name] for chart in chart_set.charts}
-    write_text_atomic(folder / RENDERED, json.dumps(drawn, indent=1, sort_keys=True) + "\n")
+    write_text_atomic(folder / RENDERED, json_text(drawn, indent=1, sort_keys=True))
     result.written.append(write_report(folder, runs, chart_set, task_filter, scrubber=scrubber))
     return result
