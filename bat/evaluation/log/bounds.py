@@ -1,9 +1,10 @@
-"""The numbers a run's files may hold about time: finite, not negative, bounded.
+"""The numbers a run's files may hold: finite, not negative, bounded.
 
-An episode's times are measured by bat's clock, so a NaN, a negative time or ``1e308``
-in a file means the file was edited (by hand or by another tool). Refused when read, they
-never reach a summary, a gate or a file bat writes: ``1e308`` seconds summed over two
-episodes is an infinity, and a negative latency passes any ``latency.p90 < N`` gate.
+bat computes every one of them, so a NaN, a negative time, ``1e308`` or a pass rate of
+-50 % in a file means the file was edited (by hand or by another tool). Refused when
+read, they never reach a summary, a gate or a file bat writes: ``1e308`` seconds summed
+over two episodes is an infinity, a negative latency passes any ``latency.p90 < N``
+gate, and a baseline claiming -1e300 % would let any run pass ``--max-drop``.
 """
 
 from __future__ import annotations
@@ -17,3 +18,5 @@ MAX_SECONDS = 10**7
 
 Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False)]
 Milliseconds = Annotated[float, Field(ge=0, le=MAX_SECONDS * 1000, allow_inf_nan=False)]
+Rate = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]  # passed / attempts, pass@k
+Percentage = Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)]  # bat-cli's 100 * rate

@@ -25,7 +25,7 @@ def read_json_object(path: Path) -> dict[str, Any]:
     """
     try:
         text = path.read_text(encoding="utf-8")
-        data = json.loads(text, parse_constant=_not_a_number, parse_float=finite_float)
+        data = strict_loads(text)
     except OSError as exc:
         raise InputError(f"{path} cannot be read: {exc.strerror or exc}") from None
     except (ValueError, RecursionError) as exc:
@@ -35,6 +35,11 @@ def read_json_object(path: Path) -> dict[str, Any]:
     if SURROGATE_ESCAPE.search(text):
         data = without_surrogates(data)
     return data
+
+
+def strict_loads(text: str) -> Any:
+    """``json.loads`` of strict JSON: a ValueError for ``NaN``, ``Infinity``, ``1e999``."""
+    return json.loads(text, parse_constant=_not_a_number, parse_float=finite_float)
 
 
 def _not_a_number(word: str) -> float:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bat.atomic import json_text, write_private
 from bat.errors import InputError
 from bat.evaluation.log import layout
+from bat.evaluation.log.files import strict_loads
 from bat.secrets import Scrubber
 
 RUN_SCHEMA = "bat.run/1"
@@ -134,7 +135,7 @@ def read_versioned(path: Path, model: type[Any], schema: str, noun: str) -> Any:
     """One of the run folder's JSON files of ``schema`` (or without a schema key), read
     as ``model``; an InputError names the file and its first problem."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = strict_loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(f"{path} cannot be read: {exc}") from None
     if not isinstance(data, dict):

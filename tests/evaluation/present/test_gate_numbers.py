@@ -114,8 +114,9 @@ def _drop(key):
         (_set("success_percentage", "NaN"), "finite number"),
         (_set("success_percentage", "high"), "success_percentage"),
         (_drop("success_percentage"), "success_percentage"),
+        (_set("success_percentage", -1e300), "greater than or equal to 0"),
     ],
-    ids=["nan", "infinity", "nan-string", "a-word", "missing"],
+    ids=["nan", "infinity", "nan-string", "a-word", "missing", "negative"],
 )
 def test_a_baseline_without_readable_numbers_fails_the_gate(two_runs, change, why):
     project, base = two_runs
@@ -374,3 +375,98 @@ def test_the_property_catches_a_parser_that_lets_numbers_through(monkeypatch):
 
     with pytest.raises(KeyError):
         run_property(crashing, examples=5)
+
+
+# --- the properties: the log's JSON reader, --max-drop and a baseline's numbers ------------
+
+HOSTILE_NUMBERS = ["NaN", "-NaN", "Infinity", "-Infinity", "1e999", "-1e999", "1E400", "1e308"]
+HOSTILE_NUMBERS += ["2.5e-400", "-0", "0", "1.5", "9" * 400, "-" + "9" * 30, '"NaN"', "null"]
+
+
+def _array(items: list[str]) -> str:
+    return "[" + ",".join(items) + "]"
+
+
+def _object(items: dict[str, str]) -> str:
+    return "{" + ",".join(f"{json.dumps(key)}:{value}" for key, value in items.items()) + "}"
+
+
+json_values = st.recursive(
+    st.sampled_from(HOSTILE_NUMBERS),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3).map(_array),
+        st.dictionaries(st.sampled_from(["a", "b", "wall_time_s"]), inner, max_size=3).map(_object),
+    ),
+    max_leaves=8,
+)
+
+
+def _numbers(value):
+    """Every float in a JSON value read by Python."""
+    if isinstance(value, float):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _numbers(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _numbers(item)
+
+
+def test_the_log_reads_only_finite_numbers_or_says_why_in_one_line(tmp_path):
+    from bat.errors import InputError
+    from bat.evaluation.log.files import read_json_object
+
+    path = tmp_path / "summary.json"
+
+    @fuzz(300)
+    @given(json_values)
+    def prop(value):
+        path.write_text(_object({"v": value}))
+        try:
+            data = read_json_object(path)
+        except InputError as exc:
+            assert exc.message and "\n" not in exc.message, value
+            return
+        assert all(math.isfinite(number) for number in _numbers(data)), value
+
+    prop()
+
+
+@fuzz(300)
+@given(st.one_of(st.floats(), st.sampled_from([math.nan, math.inf, -0.0, 5.0, 100.0, 1e-300])))
+def test_max_drop_is_a_fraction_or_one_line_of_error(drop):
+    try:
+        allowed = gate_specs.checked_drop(drop)
+    except UsageError as exc:
+        assert exc.message.startswith("--max-drop ") and "\n" not in exc.message
+        return
+    assert allowed is not None and math.isfinite(allowed) and 0 <= allowed <= 1
+
+
+BASELINE_VALUES = [math.nan, math.inf, -math.inf, -1e300, 1e300, 150, -5, 0, 50, 100, 71.6]
+BASELINE_VALUES += ["NaN", "inf", "90", "50", "", None, True, [], {}]
+
+
+def test_a_baseline_never_passes_a_drop_it_cannot_show(two_runs):
+    """Whatever a baseline's success_percentage holds, ``--max-drop 0.05`` against a run
+    at 66.7 % passes only when it is a number from 0 to 71.7: never on NaN, an
+    infinity, a negative or a value that is not a number; gates.json is strict JSON."""
+    project, base = two_runs
+    summary = base / "m" / "summary.json"
+    original = summary.read_text()
+
+    @fuzz(30)
+    @given(st.one_of(st.sampled_from(BASELINE_VALUES), st.floats()))
+    def prop(value):
+        summary.write_text(original)
+        edit_json(summary, _set("success_percentage", value))
+        result = bat("eval.gate", "--baseline", base.name, "--max-drop", "0.05", cwd=project)
+        assert result.code in (0, 1) and "Traceback" not in result.err, (value, result.err)
+        (gate,) = gates_file(project)["gates"]
+        assert gate["passed"] is (result.code == 0)
+        if gate["passed"]:
+            number = float(value)  # a number, or a string pydantic reads as one ("50")
+            assert math.isfinite(number) and 0 <= number <= 71.67, value
+
+    prop()
