@@ -204,6 +204,58 @@ def test_an_episode_holding_an_impossible_time_is_refused_when_summarized(two_ru
     assert (newer / "m" / "metrics.json").read_bytes() == before  # main: rewritten with null
 
 
+def _row_tokens(value):
+    def change(row):
+        row["tokens"]["total_tokens"] = value
+
+    return change
+
+
+def _row_score(value):
+    def change(row):
+        row["scores"] = {"accuracy": value}
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "gate", "why"),
+    [
+        (_row_tokens(-5), "tokens.total <= 100", "-5 is not a count"),  # main: passed
+        (_row_tokens(10**400), "tokens.mean <= 100", "a number of 401 digits"),  # a traceback
+        (_row_score(7.0), "judge.accuracy >= 0.9", "7.0 is not a score from 0 to 1"),  # passed
+    ],
+    ids=["negative-tokens", "astronomic-tokens", "score-over-1"],
+)
+def test_a_run_whose_metrics_hold_impossible_counts_fails_its_gates(two_runs, change, gate, why):
+    project, _ = two_runs
+
+    def every_row(data):
+        for row in data["per_episode"]:
+            change(row)
+
+    edit_json(run_dirs(project)[-1] / "m" / "metrics.json", every_row)
+    result = bat("eval.gate", "--gate", gate, cwd=project)
+    assert result.code == 1 and "Traceback" not in result.err, result.err
+    (gate_result,) = gates_file(project)["gates"]
+    assert gate_result["passed"] is False and why in gate_result["detail"]
+
+
+@pytest.mark.parametrize("tokens", [-5, 10**400], ids=["negative", "astronomic"])
+def test_an_episode_holding_an_impossible_count_is_refused_when_summarized(two_runs, tokens):
+    project, _ = two_runs
+    newer = run_dirs(project)[-1]
+    episodes = sorted((newer / "m" / "episodes").glob("*.json"))
+
+    def change(data):
+        data["trace"]["usage"]["total_tokens"] = tokens
+
+    for episode in episodes:
+        edit_json(episode, change)
+    line = one_line(bat("eval.summarize", "--run", newer.name, cwd=project))
+    assert episodes[0].name in line and "is not a count from 0 to" in line
+
+
 def test_the_json_writer_refuses_nan_and_writes_nothing(tmp_path):
     from bat.atomic import NotStrictJson
     from bat.evaluation.log.gates import GateResult, GatesFile
