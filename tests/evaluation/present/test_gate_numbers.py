@@ -522,3 +522,47 @@ def test_a_baseline_never_passes_a_drop_it_cannot_show(two_runs):
             assert math.isfinite(number) and 0 <= number <= 71.67, value
 
     prop()
+
+
+EPISODE_NUMBERS = [
+    ("wall_time_s",),
+    ("time_to_first_event_s",),
+    ("usage", "prompt_tokens"),
+    ("usage", "total_tokens"),
+    ("usage", "model_calls"),
+]
+HOSTILE_VALUES = [math.nan, math.inf, -math.inf, -1.0, -5, 1.7e308, 10**400, 10**16, "NaN"]
+HOSTILE_VALUES += ["12", True, None, [], 0, 0.5, 3]
+
+
+def test_summarize_writes_strict_bounded_numbers_or_refuses_an_episode(two_runs):
+    """Any number in an episode's trace: ``eval.summarize`` ends with exit 0 and strict,
+    bounded summary files, or exit 2 with one line naming the file; never a traceback."""
+    project, _ = two_runs
+    newer = run_dirs(project)[-1]
+    episode = sorted((newer / "m" / "episodes").glob("*.json"))[0]
+    original = episode.read_text()
+
+    values = st.one_of(st.sampled_from(HOSTILE_VALUES), st.floats())
+
+    @fuzz(30)
+    @given(st.sampled_from(EPISODE_NUMBERS), values)
+    def prop(where, value):
+        data = json.loads(original)
+        parent = data["trace"]
+        for key in where[:-1]:
+            parent = parent[key]
+        parent[where[-1]] = value
+        episode.write_text(json.dumps(data))
+        result = bat("eval.summarize", "--run", newer.name, cwd=project)
+        assert "Traceback" not in result.err, (where, value, result.err)
+        if result.code == 2:
+            assert episode.name in one_line(result), (where, value)
+            return
+        assert result.code == 0, (where, value, result.err)
+        metrics = strict((newer / "m" / "metrics.json").read_text())
+        strict((newer / "m" / "summary.json").read_text())
+        for row in metrics["per_episode"]:
+            assert 0 <= row["wall_time_s"] <= 10**7 and 0 <= row["tokens"]["total_tokens"] <= 10**15
+
+    prop()
