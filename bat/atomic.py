@@ -20,12 +20,15 @@ Two rules protect what a user set up around a file:
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from bat.errors import UsageError
+from bat.errors import OperationError, UsageError
 
 # Mode for a new file that may hold a secret (an API key in ``.env``).
 PRIVATE = 0o600
@@ -152,3 +155,43 @@ def write_private(path: Path, text: str) -> None:
     if path.exists() and not path.is_symlink():
         os.chmod(path, 0o600)  # narrowed before the new content goes in
     write_text_atomic(path, text, mode=PRIVATE)
+
+
+class NotStrictJson(OperationError):
+    """A number JSON cannot hold (NaN, an infinity) was about to be written: refused, so
+    every JSON file bat writes can be read by a strict reader (``jq``, a browser, Go)."""
+
+
+def json_text(data: Any, *, what: str = "the file", **options: Any) -> str:
+    """``data`` as strict JSON text ending in a newline (``options`` as for
+    ``json.dumps``: ``indent``, ``ensure_ascii``, ``default``, ...).
+
+    Python's ``json.dumps`` writes ``NaN`` and ``Infinity`` unless told not to, and no
+    other JSON reader accepts them; here they raise :class:`NotStrictJson` naming where
+    the number sits in ``what``, before anything is written."""
+    try:
+        return json.dumps(data, allow_nan=False, **options) + "\n"
+    except ValueError:
+        where = _non_finite(data)
+        if where is None:
+            raise
+        raise NotStrictJson(
+            f"{what}: {where[0] or 'the value'} is {where[1]}, which JSON cannot hold; "
+            "nothing was written"
+        ) from None
+
+
+def _non_finite(value: Any, path: str = "") -> tuple[str, float] | None:
+    """Where the first NaN or infinity in ``value`` sits (``gates[0].value``), and it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, value
+    items: Any = ()
+    if isinstance(value, dict):
+        items = ((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
+    elif isinstance(value, list | tuple):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    for where, item in items:
+        found = _non_finite(item, where)
+        if found is not None:
+            return found
+    return None

@@ -466,13 +466,14 @@ def compare(
     import sys
 
     from bat.errors import GateFailed, UsageError
+    from bat.evaluation.inputs.gate_specs import checked_drop
     from bat.evaluation.present.compare import card_warnings, regression, render, resolve_side
     from bat.evaluation.present.compare import compare as compare_sides
 
     _check_run(a, "-a")
     _check_run(b, "-b")
     output_dir = _output_dir_or_cwd(c)
-    drop_allowed = _number(max_drop, "--max-drop")
+    drop_allowed = checked_drop(_number(max_drop, "--max-drop"))
     if drop_allowed is not None and not fail_on_regression:
         raise UsageError("--max-drop goes with --fail-on-regression")
     side_a, side_b = resolve_side(a, output_dir), resolve_side(b, output_dir)

@@ -16,6 +16,7 @@ This module only reads and checks what is asked (it is imported by the config re
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -28,10 +29,13 @@ OPERATORS = (">=", "<=", "==", ">", "<")
 LATENCY = {"p50": "median", "median": "median", "p90": "p90", "p99": "p99"}
 LATENCY.update({"p25": "p25", "p75": "p75", "mean": "mean", "max": "max", "min": "min"})
 TOKENS = ("mean", "total", "max")
-# Figures that are rates in [0, 1]: a threshold may be written as a percentage there.
+# A gate is short; a longer text is refused before any pattern runs over it.
+MAX_EXPRESSION = 200
+# ASCII digits only: ``float("٣")`` is 3, and no reader of eval.yaml would see a 3 there.
 _EXPRESSION = re.compile(
     r"\s*(?P<figure>[A-Za-z_][A-Za-z0-9_.@^-]*)\s*(?P<op>>=|<=|==|>|<)\s*"
-    r"(?P<number>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?P<percent>%?)\s*"
+    r"(?P<number>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?P<percent>%?)\s*",
+    re.ASCII,
 )
 _PASS_K = re.compile(r"pass(?:_at_|@)(?P<k>\d+|k)|pass(?:_hat_|\^)(?P<hat>\d+|k)")
 
@@ -43,7 +47,8 @@ class Figure:
     kind: str  # pass_rate, pass_at, pass_hat, judge, latency, tokens, infra_rate,
     #            infra_failures, agent_errors
     arg: str | None = None  # k ("3" or "k"), a judge dimension, a percentile, an error kind
-    rate: bool = False  # a value in [0, 1]
+    rate: bool = False  # a value in [0, 1] that may be written as a percentage
+    highest: float | None = None  # the largest value the figure can take (None: no bound)
 
     @property
     def name(self) -> str:
@@ -58,19 +63,19 @@ def parse_figure(text: str) -> Figure:
     """The figure a name means; a ValueError lists the names there are."""
     text = text.strip()
     if text == "pass_rate":
-        return Figure("pass_rate", rate=True)
-    if text in ("infra_failure_rate", "infra_failures"):
-        return Figure(
-            "infra_rate" if text.endswith("rate") else "infra_failures", rate="rate" in text
-        )
+        return Figure("pass_rate", rate=True, highest=1)
+    if text == "infra_failure_rate":
+        return Figure("infra_rate", rate=True, highest=1)
+    if text == "infra_failures":
+        return Figure("infra_failures")
     match = _PASS_K.fullmatch(text)
     if match:
         if match["k"] is not None:
-            return Figure("pass_at", match["k"], rate=True)
-        return Figure("pass_hat", match["hat"], rate=True)
+            return Figure("pass_at", match["k"], rate=True, highest=1)
+        return Figure("pass_hat", match["hat"], rate=True, highest=1)
     head, _, tail = text.partition(".")
     if head == "judge" and tail:
-        return Figure("judge", tail)
+        return Figure("judge", tail, highest=1)  # a judge scores from 0 to 1
     if head == "latency" and tail in LATENCY:
         return Figure("latency", tail)
     if head == "tokens" and tail in TOKENS:
@@ -95,8 +100,8 @@ class Threshold:
     threshold: float
 
     def holds(self, value: float | None) -> bool:
-        if value is None:
-            return False  # a figure that cannot be computed never passes a gate
+        if value is None or not math.isfinite(value):
+            return False  # a figure that cannot be computed (or is NaN) never passes a gate
         return {
             ">=": value >= self.threshold,
             "<=": value <= self.threshold,
@@ -111,7 +116,15 @@ class Threshold:
 
 
 def parse_expression(text: str) -> Threshold:
-    """``pass_hat_3>=0.8``, ``pass^3 >= 80%``, ``latency.p90 < 2.5``; ValueError if not."""
+    """``pass_hat_3>=0.8``, ``pass^3 >= 80%``, ``latency.p90 < 2.5``; ValueError if not.
+
+    The threshold is a finite number the figure can reach (see :func:`threshold_of`): a
+    gate that no run can fail, or none can pass, is a mistake to hear about now, not at
+    the end of a run."""
+    if len(text) > MAX_EXPRESSION:
+        raise ValueError(
+            f"a gate of {len(text)} characters: write FIGURE OP NUMBER (at most {MAX_EXPRESSION})"
+        )
     match = _EXPRESSION.fullmatch(text)
     if not match:
         raise ValueError(
@@ -119,18 +132,37 @@ def parse_expression(text: str) -> Threshold:
             f"(OP: {' '.join(OPERATORS)})"
         )
     figure = parse_figure(match["figure"])
-    threshold = float(match["number"])
-    if match["percent"]:
+    return Threshold(figure, match["op"], threshold_of(figure, match["number"], match["percent"]))
+
+
+def threshold_of(figure: Figure, number: str, percent: str = "") -> float:
+    """The threshold ``number`` (``percent``: "%" or "") means for ``figure``; a ValueError
+    when it is not finite (``1e999``), is negative (no figure is), or lies outside the
+    figure's range: a rate or a judge score is from 0 to 1 (0 % to 100 %), and
+    ``pass_rate >= 90`` is asked whether 90% was meant."""
+    value = float(number)
+    written = f"{number[:40]}{percent}"
+    if not math.isfinite(value):
+        raise ValueError(f"the threshold {written} is not a finite number")
+    if percent:
         if not figure.rate:
             raise ValueError(f"{figure.name} is not a rate: give its threshold without %")
-        threshold /= 100
-    return Threshold(figure, match["op"], threshold)
+        if not 0 <= value <= 100:
+            raise ValueError(f"{figure.name} is a rate: {written} is outside 0% to 100%")
+        return value / 100
+    if value < 0:
+        raise ValueError(f"{figure.name} is never negative: {written} is not a threshold")
+    if figure.highest is not None and value > figure.highest:
+        what = "a rate" if figure.rate else "a score"
+        hint = f": did you mean {number}%?" if figure.rate and value <= 100 else ""
+        raise ValueError(f"{figure.name} is {what} from 0 to 1, not {written}{hint}")
+    return value
 
 
 class GateSpec(BaseModel):
     """One entry of ``gates:`` in eval.yaml (or one ``--gate``, ``--baseline``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str | None = Field(default=None, min_length=1, max_length=100)
     gate: str | None = None  # "FIGURE OP NUMBER"
@@ -214,9 +246,23 @@ def command_line_gates(
     if max_drop is not None and not baseline:
         raise UsageError("--max-drop needs --baseline RUN")
     if baseline:
-        if max_drop is not None and not 0 <= max_drop <= 1:
-            raise UsageError(
-                f"--max-drop {max_drop:g}: give a fraction from 0 to 1 (0.05 = 5 points)"
-            )
-        specs.append(GateSpec(baseline=baseline, max_drop=max_drop))
+        specs.append(GateSpec(baseline=baseline, max_drop=checked_drop(max_drop)))
     return specs
+
+
+def checked_drop(max_drop: float | None) -> float | None:
+    """``--max-drop`` (of ``eval.run``, ``eval.gate`` and ``eval.compare``): a fraction
+    from 0 to 1, or a UsageError. NaN is refused by name: every comparison with it is
+    false, so a drop of any size would pass."""
+    from bat.errors import UsageError
+
+    if max_drop is None:
+        return None
+    if not math.isfinite(max_drop):
+        raise UsageError(f"--max-drop {max_drop}: give a finite fraction from 0 to 1")
+    if not 0 <= max_drop <= 1:
+        hint = f": did you mean {max_drop:g}%, i.e. {max_drop / 100:g}?" if max_drop <= 100 else ""
+        raise UsageError(
+            f"--max-drop {max_drop:g}: give a fraction from 0 to 1 (0.05 = 5 points){hint}"
+        )
+    return max_drop

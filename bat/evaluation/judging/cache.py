@@ -21,7 +21,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from bat.atomic import write_private
+from bat.atomic import json_text, write_private
 from bat.errors import InputError
 from bat.evaluation.log.files import read_regular
 
@@ -61,4 +61,4 @@ class JudgeCache:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._made = True
         record = {"schema": CACHE_SCHEMA, "key": key, **meta, "reply": reply}
-        write_private(self.path(key), json.dumps(record, ensure_ascii=False, indent=1) + "\n")
+        write_private(self.path(key), json_text(record, ensure_ascii=False, indent=1))

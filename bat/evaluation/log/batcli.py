@@ -45,7 +45,7 @@ from math import inf
 from pathlib import Path
 from typing import Any
 
-from bat.atomic import write_text_atomic
+from bat.atomic import json_text, write_text_atomic
 from bat.errors import InputError
 from bat.evaluation.log import layout
 from bat.evaluation.log.episode import (
@@ -366,9 +366,9 @@ def recheck(folder: Path, verdict_of: Callable[[EpisodeResult], Verdict | None])
     if rewrites:
         metrics, summary = _recounted(folder, verdicts)
         for path, data in rewrites:
-            write_text_atomic(path, json.dumps(data, indent=2) + "\n")
-        write_text_atomic(folder / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
-        write_text_atomic(folder / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+            write_text_atomic(path, json_text(data, what=str(path), indent=2))
+        write_text_atomic(folder / METRICS_FILE, json_text(metrics, what=METRICS_FILE, indent=2))
+        write_text_atomic(folder / SUMMARY_FILE, json_text(summary, what=SUMMARY_FILE, indent=2))
     return len(rewrites)
 
 

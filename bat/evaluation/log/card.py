@@ -14,13 +14,12 @@ whole file goes through the scrubber of every secret the command knows of.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bat.atomic import write_private
+from bat.atomic import json_text, write_private
 from bat.errors import InputError
 from bat.evaluation.log import layout
 from bat.evaluation.log.run import read_versioned
@@ -169,7 +168,7 @@ def write_card_file(run_dir: Path, card: Card, *, scrubber: Scrubber) -> Path:
     data = scrubber.data(card.model_dump(mode="json", by_alias=True))
     path = layout.card_file(run_dir)
     try:
-        write_private(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        write_private(path, json_text(data, what=str(path), indent=1, ensure_ascii=False))
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     return path

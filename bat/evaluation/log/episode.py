@@ -14,7 +14,6 @@ episode by :func:`bat.evaluation.log.store.write_scores`, and nowhere else.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal, get_args
 
 from pydantic import (
@@ -27,6 +26,8 @@ from pydantic import (
     field_serializer,
 )
 
+from bat.atomic import json_text
+from bat.evaluation.log.bounds import Seconds
 from bat.evaluation.log.scores import JudgeScores
 from bat.secrets import Scrubber
 
@@ -56,12 +57,17 @@ def _named(name: str, older: str) -> Any:
     return {"validation_alias": AliasChoices(name, older), "serialization_alias": name}
 
 
+# Times are finite: an episode file holding NaN or 1e999 (a hand-edited or foreign one) is
+# refused when read, so no NaN reaches a summary, a gate or a file bat writes.
+_FINITE = ConfigDict(allow_inf_nan=False)
+
+
 class StatusEvent(BaseModel):
     """One event of the agent's stream, as the user would have seen it."""
 
-    model_config = ConfigDict(populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True, allow_inf_nan=False)
 
-    t: float  # seconds since the episode started
+    t: Seconds  # seconds since the episode started
     turn: int
     kind: Literal["task", "status", "artifact", "message"]
     status: str | None = Field(None, **_named("task_status", "status"))
@@ -107,22 +113,26 @@ class Usage(BaseModel):
 class TurnRecord(BaseModel):
     """One user turn and how the agent ended it."""
 
+    model_config = _FINITE
+
     input: str
     status: str
     output: str = ""
     task_id: str | None = None
-    time_to_first_event_s: float | None = None
-    wall_time_s: float = 0.0
+    time_to_first_event_s: Seconds | None = None
+    wall_time_s: Seconds = 0.0
 
 
 class EpisodeTrace(BaseModel):
     """Everything observed during an episode."""
 
+    model_config = _FINITE
+
     context_id: str
     events: list[StatusEvent] = Field(default_factory=list)
     turns: list[TurnRecord] = Field(default_factory=list)
-    time_to_first_event_s: float | None = None
-    wall_time_s: float = 0.0
+    time_to_first_event_s: Seconds | None = None
+    wall_time_s: Seconds = 0.0
     usage: Usage = Field(default_factory=Usage)
     tool_calls: list[ToolCall] = Field(default_factory=list)
     agent_calls: list[AgentCall] = Field(default_factory=list)
@@ -263,7 +273,7 @@ class EpisodeResult(BaseModel):
         if not scrubber or not scrubber.found_in_json(text):
             return text + "\n"
         data = scrubber.data(self.model_dump(mode="json", by_alias=True))
-        return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+        return json_text(data, what="an episode file", indent=1, ensure_ascii=False)
 
 
 # What a plugin or script reading a run may import (docs/reuse.md; tests/test_reuse.py).

@@ -16,6 +16,7 @@ as it treats any unreadable file (the report and the judge skip it with a warnin
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -26,10 +27,15 @@ from bat.errors import InputError
 
 
 def read_json_object(path: Path) -> dict[str, Any]:
-    """A JSON file holding an object; any other content is an :class:`InputError`."""
+    """A JSON file holding an object; any other content is an :class:`InputError`.
+
+    Strict JSON only: ``NaN``, ``Infinity`` and numbers too large for a float (``1e999``)
+    are refused, as they are by every other JSON reader. Python would read them, and a
+    NaN compares false with everything: a baseline holding one would let any drop pass.
+    """
     try:
         text = read_regular(path).decode("utf-8")
-        data = json.loads(text)
+        data = strict_loads(text)
     except OSError as exc:
         raise InputError(f"{path} cannot be read: {exc.strerror or exc}") from None
     except (ValueError, RecursionError) as exc:
@@ -39,6 +45,23 @@ def read_json_object(path: Path) -> dict[str, Any]:
     if SURROGATE_ESCAPE.search(text):
         data = without_surrogates(data)
     return data
+
+
+def strict_loads(text: str) -> Any:
+    """``json.loads`` of strict JSON: a ValueError for ``NaN``, ``Infinity``, ``1e999``."""
+    return json.loads(text, parse_constant=_not_a_number, parse_float=finite_float)
+
+
+def _not_a_number(word: str) -> float:
+    raise ValueError(f"{word} is not a number JSON allows")
+
+
+def finite_float(text: str) -> float:
+    """A JSON number as a float; a ValueError when it is too large for one (``1e999``)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large")
+    return value
 
 
 # JSON may spell half of a UTF-16 pair alone ("\ud800"); Python then holds a string that

@@ -18,10 +18,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from bat.atomic import write_private
+from bat.atomic import json_text, write_private
 from bat.errors import InputError
 from bat.evaluation.log import layout
-from bat.evaluation.log.files import read_regular
+from bat.evaluation.log.files import read_regular, strict_loads
 from bat.numbers import whole_number
 from bat.secrets import Scrubber
 
@@ -178,7 +178,7 @@ def read_versioned(path: Path, model: type[Any], schema: str, noun: str) -> Any:
     """One of the run folder's JSON files of ``schema`` (or without a schema key), read
     as ``model``; an InputError names the file and its first problem."""
     try:
-        data = json.loads(read_regular(path).decode("utf-8"))
+        data = strict_loads(read_regular(path).decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(f"{path} cannot be read: {exc}") from None
     if not isinstance(data, dict):
@@ -209,7 +209,7 @@ def write_run(run_dir: Path, record: RunRecord, *, scrubber: Scrubber) -> None:
     data = scrubber.data(record.model_dump(mode="json", by_alias=True))
     path = run_dir / RUN_FILE
     try:
-        write_private(path, json.dumps(data, indent=1, default=str) + "\n")
+        write_private(path, json_text(data, what=str(path), indent=1, default=str))
     except OSError as exc:  # named: the atomic writer fails on its temporary file
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 

@@ -36,6 +36,8 @@ NOT_JUDGED_INFRA = "not judged: infrastructure failure"
 class DimensionScore(BaseModel):
     """One judge dimension of one episode: the mean over the judges that answered."""
 
+    model_config = ConfigDict(allow_inf_nan=False)  # a judge's score is from 0 to 1
+
     score: float | None
     reasoning: str = ""
     per_judge: dict[str, float | None] = Field(default_factory=dict)

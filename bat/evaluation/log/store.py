@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,10 +31,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from bat.atomic import write_text_atomic
+from bat.atomic import json_text, write_text_atomic
 from bat.errors import InputError
 from bat.evaluation.log import layout
 from bat.evaluation.log.batch_writer import BatchWriter
+from bat.evaluation.log.bounds import count_problem, score_problem
 from bat.evaluation.log.episode import (
     EPISODE_SCHEMA,
     OLDER_EPISODE_SCHEMAS,
@@ -66,7 +66,7 @@ def write_json(path: Path, content: dict[str, Any], *, scrubber: Scrubber) -> Pa
     """``content`` written atomically to ``path`` without any secret of ``scrubber``."""
     content = scrubber.data(content)
     try:
-        write_text_atomic(path, json.dumps(content, indent=1, ensure_ascii=False) + "\n")
+        write_text_atomic(path, json_text(content, what=str(path), indent=1, ensure_ascii=False))
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     return path
@@ -96,7 +96,40 @@ def read_episode(path: Path) -> EpisodeResult:
             f"{path} is a {episode.schema_!r} episode, a format this bat does not know "
             "(written by a later bat? update bat to read it)"
         )
+    why = _impossible_episode(episode)
+    if why:
+        raise InputError(f"{path} is not an episode file: {why}")
     return episode
+
+
+def _impossible_episode(episode: EpisodeResult) -> str | None:
+    """A number no run records (a negative or astronomic count, a score over 1): see
+    :mod:`bat.evaluation.log.bounds`."""
+    usage = episode.trace.usage
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens", "model_calls"):
+        why = count_problem(f"trace.usage.{key}", getattr(usage, key))
+        if why:
+            return why
+    for name, score in (episode.qualitative_scores or {}).items():
+        why = score_problem(f"scores.{name}", score)
+        if why:
+            return why
+    return None
+
+
+def _impossible_row(rows: list[EpisodeRow], path: Path) -> None:
+    """An InputError for the first row of ``metrics.json`` holding a number no run
+    records (see :func:`_impossible_episode`)."""
+    for n, row in enumerate(rows):
+        tokens = row.tokens
+        for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            why = count_problem(f"per_episode.{n}.tokens.{key}", getattr(tokens, key))
+            if why:
+                raise InputError(f"{path} is malformed: {why}")
+        for name, score in (row.scores or {}).items():
+            why = score_problem(f"per_episode.{n}.scores.{name}", score)
+            if why:
+                raise InputError(f"{path} is malformed: {why}")
 
 
 def episodes(
@@ -350,6 +383,7 @@ def read_results(folder: Path) -> ModelResults:
     else:
         _known(raw, METRICS_SCHEMA, path)
         raise AssertionError("unreachable")
+    _impossible_row(metrics.per_episode, layout.metrics_file(folder))
     return ModelResults(folder, summary, metrics, _run_id(folder, metrics.run_id), source)
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from bat.evaluation.log.bounds import Milliseconds, Percentage, Rate, Seconds
+
 SUMMARY_SCHEMA = "bat.summary/2"
 METRICS_SCHEMA = "bat.metrics/2"
 OLDER_SUMMARY_SCHEMAS = frozenset({"bat.summary/1"})
@@ -25,7 +27,9 @@ OLDER_METRICS_SCHEMAS = frozenset({"bat.metrics/1"})
 
 class _Model(BaseModel):
     # Files of a later minor version may carry fields this one does not know: ignored.
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    # Numbers are finite: a NaN (or "NaN") in a summary compares false with everything, and
+    # a baseline holding one would let any drop pass.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, allow_inf_nan=False)
 
 
 # --- summary.json -------------------------------------------------------------------------
@@ -48,17 +52,17 @@ class TaskSummary(_Model):
     attempts: int  # every attempt, infrastructure failures included
     passed: int
     failed: int
-    success_percentage: float  # 100 * passed / attempts
+    success_percentage: Percentage  # 100 * passed / attempts
     infra_failures: int = 0
     agent_errors: dict[str, int] = Field(default_factory=dict)  # only kinds that occurred
     vacuous_passes: int = 0
-    pass_rate: float | None = None  # passed / attempts
+    pass_rate: Rate | None = None  # passed / attempts
     pass_rate_ci95: list[float] | None = None
     judged: int = 0  # attempts that are not infrastructure failures: the n of pass@k
-    pass_at_k: float | None = None
-    pass_hat_k: float | None = None
-    pass_at: dict[str, float | None] = Field(default_factory=dict)
-    pass_hat: dict[str, float | None] = Field(default_factory=dict)
+    pass_at_k: Rate | None = None
+    pass_hat_k: Rate | None = None
+    pass_at: dict[str, Rate | None] = Field(default_factory=dict)
+    pass_hat: dict[str, Rate | None] = Field(default_factory=dict)
     judge: dict[str, float | None] | None = None  # mean score per dimension
 
 
@@ -74,12 +78,12 @@ class Totals(_Model):
     agent_errors_total: int
     agent_errors: dict[str, int]  # every kind of the closed set, 0 or more
     vacuous_passes: int
-    success_percentage: float
+    success_percentage: Percentage
     success_ci95: list[float] | None
-    pass_at_k: float | None
-    pass_hat_k: float | None
-    pass_at: dict[str, float | None]
-    pass_hat: dict[str, float | None]
+    pass_at_k: Rate | None
+    pass_hat_k: Rate | None
+    pass_at: dict[str, Rate | None]
+    pass_hat: dict[str, Rate | None]
     tasks_without_judged_attempts: int
     judge: dict[str, JudgeStats] | None
 
@@ -114,7 +118,7 @@ class RowVerdict(_Model):
 
 
 class RowTime(_Model):
-    wall_ms: float  # derived: wall_time_s * 1000 (bat-cli's unit)
+    wall_ms: Milliseconds  # derived: wall_time_s * 1000 (bat-cli's unit)
 
 
 class RowTokens(_Model):
@@ -137,8 +141,8 @@ class EpisodeRow(_Model):
     verdict: RowVerdict
     # bat's
     attempt: int
-    wall_time_s: float
-    time_to_first_event_s: float | None = None
+    wall_time_s: Seconds
+    time_to_first_event_s: Seconds | None = None
     infra_error: str | None = None  # its kind, when bat could not observe the agent
     agent_error: str | None = None  # its kind, when the agent answered with an error
     vacuous: bool = False  # passed with an empty answer, or only the status was checked
@@ -198,7 +202,7 @@ class MetricsSummary(_Model):
     total_runs: int  # bat-cli's name for the number of episodes
     passed: int
     failed: int
-    pass_rate: float | None  # passed / episodes
+    pass_rate: Rate | None  # passed / episodes
     time: TimeMs
     tokens: TokenTotals
     pass_rate_ci95: list[float] | None = None
@@ -207,10 +211,10 @@ class MetricsSummary(_Model):
     agent_errors_total: int = 0
     agent_errors: dict[str, int] = Field(default_factory=dict)
     vacuous_passes: int = 0
-    pass_at_k: float | None = None
-    pass_hat_k: float | None = None
-    pass_at: dict[str, float | None] = Field(default_factory=dict)
-    pass_hat: dict[str, float | None] = Field(default_factory=dict)
+    pass_at_k: Rate | None = None
+    pass_hat_k: Rate | None = None
+    pass_at: dict[str, Rate | None] = Field(default_factory=dict)
+    pass_hat: dict[str, Rate | None] = Field(default_factory=dict)
     wall_time_s: Distribution
     time_to_first_event_s: Distribution
     judge: dict[str, JudgeStats] | None = None

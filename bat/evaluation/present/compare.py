@@ -12,6 +12,7 @@ would give? (two-sided binomial test, p = 1 when nothing flipped).
 
 from __future__ import annotations
 
+import math
 from math import comb
 from pathlib import Path
 from typing import Any
@@ -217,6 +218,8 @@ def regression(
     ``alpha`` with more tasks regressed than improved, or a drop over ``max_drop``."""
     drop = round((result["a"]["success_percentage"] - result["b"]["success_percentage"]) / 100, 4)
     regressed, improved, p = result["regressed"], result["improved"], result["mcnemar_p"]
+    if not math.isfinite(drop):  # NaN compares false with any bound: never a pass
+        return drop, True, "the pass rates are not numbers bat can compare"
     significant = p < alpha and len(regressed) > len(improved)
     too_far = max_drop is not None and drop > max_drop
     why = (

@@ -18,6 +18,7 @@ say.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -94,22 +95,30 @@ def read(run_dir: Path) -> GatesFile | None:
         return None
 
 
-def _model_results(run_dir: Path, record: RunRecord) -> dict[str, tuple[Summary, Metrics] | None]:
-    """Each model's summary and metrics (None: the model has none, e.g. it failed)."""
-    results: dict[str, tuple[Summary, Metrics] | None] = {}
+Results = dict[str, tuple[Summary, Metrics] | str]
+
+
+def _model_results(run_dir: Path, record: RunRecord) -> Results:
+    """Each model's summary and metrics, or why it has none: it could not be evaluated,
+    or its files cannot be read (a NaN in metrics.json): its gates fail saying so."""
+    results: Results = {}
     for model, folder in zip(record.models, rundir.model_dirs(run_dir), strict=True):
-        if layout.has_summary(folder):
+        if not layout.has_summary(folder):
+            results[model.label] = "the model has no results (it could not be evaluated)"
+            continue
+        try:
             found = store.read_results(folder)
-            results[model.label] = (found.summary, found.metrics)
-        else:
-            results[model.label] = None
+        except InputError as exc:
+            results[model.label] = f"its results cannot be read: {exc.message}"
+            continue
+        results[model.label] = (found.summary, found.metrics)
     return results
 
 
 def _scopes(
     spec: GateSpec,
     record: RunRecord,
-    results: dict[str, tuple[Summary, Metrics] | None],
+    results: Results,
     tags: dict[str, frozenset[str]],
 ) -> list[_Scope | str]:
     """The scopes a gate is measured on, or for each one that cannot be, why (a str)."""
@@ -117,8 +126,8 @@ def _scopes(
     if spec.model == "all":
         rows, problems = [], []
         for label, found in results.items():
-            if found is None:
-                problems.append(f"{label} has no results")
+            if isinstance(found, str):
+                problems.append(f"{label}: {found}")
                 continue
             rows += [_pooled(label, row) for row in found[1].per_episode if row.task_id in chosen]
         if problems:
@@ -130,10 +139,10 @@ def _scopes(
     for label in labels:
         if label not in results:
             scopes.append(f"{label}: no model of that name (models: {', '.join(results)})")
-        elif results[label] is None:
-            scopes.append(f"{label}: the model has no results (it could not be evaluated)")
+        elif isinstance(found := results[label], str):
+            scopes.append(f"{label}: {found}")
         else:
-            rows = [row for row in results[label][1].per_episode if row.task_id in chosen]
+            rows = [row for row in found[1].per_episode if row.task_id in chosen]
             scopes.append(_Scope(label, rows, [t for t in record.tasks if t in chosen]))
     return scopes
 
@@ -177,6 +186,9 @@ def _answer(spec: GateSpec, scope: _Scope | str, record: RunRecord) -> GateResul
     if threshold is None:
         return _must_pass(base, scope)
     value, why = figure_value(threshold.figure, scope, record.k)
+    if value is not None and not math.isfinite(value):
+        # Comparisons with NaN are all false, and gates.json must stay strict JSON.
+        value, why = None, f"{threshold.figure.name} is {value}, not a number a gate can hold"
     passed = threshold.holds(value)
     detail = why or (
         "" if passed else f"{number(value)} is not {wanted(threshold.op, threshold.threshold)}"
@@ -250,7 +262,7 @@ def figure_value(figure: Figure, scope: _Scope, k: int) -> tuple[float | None, s
 def _baseline(
     spec: GateSpec,
     run_dir: Path,
-    results: dict[str, tuple[Summary, Metrics] | None],
+    results: Results,
     output_dir: Path,
 ) -> list[GateResult]:
     """Each model against the same model of the baseline run (a lone model against a lone
@@ -280,13 +292,18 @@ def _baseline(
             why = f"the baseline {base_dir.name} has no model {other!r}"
             answers.append(GateResult(**common, model=label, passed=False, detail=why))
             continue
-        result = compare(theirs[other], ours[mine])
+        try:
+            result = compare(theirs[other], ours[mine])
+        except InputError as exc:  # a summary that cannot be read fails, never passes
+            why = f"against {base_dir.name}: cannot be compared: {exc.message}"
+            answers.append(GateResult(**common, model=label, passed=False, detail=why))
+            continue
         drop, regressed, why = regression(result, alpha=spec.alpha, max_drop=spec.max_drop)
         answers.append(
             GateResult(
                 **common,
                 model=label,
-                value=drop,
+                value=drop if math.isfinite(drop) else None,
                 passed=not regressed,
                 detail=f"against {base_dir.name}: {why}",
             )

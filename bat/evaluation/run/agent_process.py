@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from bat.atomic import write_text_atomic
+from bat.atomic import json_text, write_text_atomic
 from bat.errors import InputError, OperationError
 from bat.evaluation.log.files import read_regular
 from bat.evaluation.run import agent_watchdog
@@ -142,7 +142,7 @@ class AgentProcess(StartedAgent):
                 raise InputError(f"agent root {self.root} is not a directory") from None
         self._guard(self.proc.pid)
         if self.record is not None:
-            write_text_atomic(self.record, json.dumps(self._identity(), indent=1) + "\n")
+            write_text_atomic(self.record, json_text(self._identity(), indent=1))
 
     def _identity(self) -> dict:
         """What tells this agent from any later process with the same pid."""

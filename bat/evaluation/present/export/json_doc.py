@@ -8,7 +8,6 @@ order and are only ever added; ``bat eval.schema export.json`` prints the JSON S
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -87,10 +86,11 @@ class JsonExporter:
     """JSON: run essentials, per-model totals and every episode, in one document."""
 
     def __call__(self, run: RunData, path: Path) -> None:
+        from bat.atomic import json_text
         from bat.evaluation.present.export import write_text
 
         data = document(run).model_dump(mode="json", by_alias=True)
-        write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        write_text(path, json_text(data, what=str(path), indent=1, ensure_ascii=False))
 
 
 def document(run: RunData) -> ExportDocument:

@@ -41,7 +41,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bat.atomic import write_bytes_atomic, write_text_atomic
+from bat.atomic import json_text, write_bytes_atomic, write_text_atomic
 from bat.evaluation.present.plot.report import write_report
 from bat.evaluation.present.plot.runs import Run, find_runs
 from bat.evaluation.present.plot.specs import Chart, ChartSet, build_charts, drawable
@@ -245,7 +245,7 @@ def plot_folder(folder: Path, task_filter: str | None = None, *, scrubber: Scrub
                 stale.unlink()
                 result.removed.append(stale)
     drawn = {chart.name: digests[chart.name] for chart in chart_set.charts}
-    write_text_atomic(folder / RENDERED, json.dumps(drawn, indent=1, sort_keys=True) + "\n")
+    write_text_atomic(folder / RENDERED, json_text(drawn, indent=1, sort_keys=True))
     report = write_report(
         folder, runs, chart_set, task_filter, scrubber=scrubber, unreadable=result.unusable
     )  # an episode file it could not read (a FIFO of an old run...) is warned of too
