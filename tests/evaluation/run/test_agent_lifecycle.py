@@ -18,11 +18,15 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.evalkit import episodes, make_project, port_answers, run_dirs, start_bat
 
@@ -114,13 +118,9 @@ def test_a_signal_as_the_agent_answers_leaves_no_agent(tmp_path, home, signum, d
     of the episodes' event loop lie in there."""
     mark = uuid.uuid4().hex
     project = project_with(tmp_path, mark)
-    url = json.dumps(None)
+    url = yaml.safe_load((project / "eval" / "eval.yaml").read_text())["evaluation"]["agent_url"]
     proc = start_bat("eval.run", cwd=project, home=home)
     try:
-        import yaml
-
-        url = yaml.safe_load((project / "eval" / "eval.yaml").read_text())["evaluation"]
-        url = url["agent_url"]
         wait_until(lambda: port_answers(url) or proc.poll() is not None, 30, "the port")
         time.sleep(delay_s)
         proc.send_signal(signum)
@@ -147,3 +147,189 @@ def test_resume_right_after_a_kill_at_the_agent_start_finishes_the_run(tmp_path,
         assert len(found) == 6 and all(e["verdict"]["passed"] for e in found.values())
     finally:
         no_agent_survives(mark, proc)
+
+
+def test_resume_stops_an_agent_known_only_by_its_mark(tmp_path, bat, home):
+    """bat and its watchdog both killed (the OOM killer) as the agent started, before bat
+    learnt its pid: the record holds what bat writes before a start (the mark), and the
+    next ``--resume`` finds that agent by it, stops it and finishes the run."""
+    mark = uuid.uuid4().hex
+    project = project_with(tmp_path, mark, first="kill -STOP $PPID; ", latency_ms=0)
+    proc = start_bat("eval.run", cwd=project, home=home)
+    try:
+        wait_until(lambda: marked(mark), 30, "the agent to start")
+        wait_until(lambda: process_state(proc.pid) == "T", 10, "bat to be stopped")
+        record_file = run_dirs(project)[0] / f"agent-{MODEL}.process.json"
+        record = json.loads(record_file.read_text())
+        os.kill(record["watchdog_pid"], signal.SIGKILL)
+        proc.kill()
+        proc.communicate(timeout=10)
+        record.update(pid=None, pgid=None, start_ticks=None)  # as written before the start
+        record_file.write_text(json.dumps(record))
+        url = yaml.safe_load((project / "eval" / "eval.yaml").read_text())["evaluation"]
+        wait_until(lambda: port_answers(url["agent_url"]), 30, "the orphan to answer")
+        config = project / "eval" / "eval.yaml"
+        config.write_text(config.read_text().replace("kill -STOP $PPID; ", ""))
+        orphans = marked(mark)
+        again = bat("eval.run", "--resume", cwd=project)
+        assert again.code == 0, again.out + again.err
+        assert "stopped the agent an earlier bat left running" in again.out
+        assert not any(pid_alive(pid) for pid in orphans)
+        found = episodes(run_dirs(project)[0])
+        assert len(found) == 6 and all(e["verdict"]["passed"] for e in found.values())
+    finally:
+        no_agent_survives(mark, proc)
+
+
+def process_state(pid: int) -> str:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return text[text.rfind(")") + 2 :].split()[0]
+
+
+def pid_alive(pid: int) -> bool:
+    return process_state(pid) not in ("", "Z")
+
+
+def test_the_watchdog_finds_an_agent_that_appears_after_bat_died(tmp_path):
+    """bat said ``starting`` and died before it could name the group; the agent it forked
+    becomes visible (marked) only a moment later. The watchdog looks for it that long."""
+    from bat.evaluation.run import agent_watchdog
+
+    token = uuid.uuid4().hex
+    watchdog = subprocess.Popen(
+        [sys.executable, "-I", agent_watchdog.__file__, "2", token], stdin=subprocess.PIPE
+    )
+    watchdog.stdin.write(b"starting\n")
+    watchdog.stdin.close()  # bat is gone
+    time.sleep(0.1)
+    env = {**os.environ, agent_watchdog.MARK: token}
+    late = subprocess.Popen(["sleep", "30"], env=env, start_new_session=True)
+    try:
+        late.wait(timeout=5)
+        assert late.returncode == -signal.SIGTERM
+        assert watchdog.wait(timeout=5) == 0
+    finally:
+        late.kill()
+        watchdog.kill()
+        late.wait()
+        watchdog.wait()
+
+
+def test_the_watchdog_leaves_marked_processes_alone_after_a_clean_stop(tmp_path):
+    """``0`` (bat stopped its agent itself): the watchdog exits at once, touching nothing."""
+    from bat.evaluation.run import agent_watchdog
+
+    token = uuid.uuid4().hex
+    env = {**os.environ, agent_watchdog.MARK: token}
+    other = subprocess.Popen(["sleep", "30"], env=env, start_new_session=True)
+    try:
+        watchdog = subprocess.Popen(
+            [sys.executable, "-I", agent_watchdog.__file__, "2", token], stdin=subprocess.PIPE
+        )
+        watchdog.communicate(b"starting\n%d\n0\n" % other.pid, timeout=5)
+        assert watchdog.returncode == 0
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+
+
+# -- what bat reads back: the pid record, the watchdog's lines (property tests) -------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner),
+    max_leaves=12,
+)
+FIELDS = ("pid", "pgid", "start_ticks", "lifeline", "watchdog_pid")
+
+
+@st.composite
+def records(draw) -> bytes:
+    """A record as bat writes it, then mutated: a field dropped, retyped, or garbage."""
+    record = {
+        "pid": draw(st.integers(-5, 2**31)),
+        "pgid": draw(st.integers(-5, 2**31)),
+        "start_ticks": draw(st.none() | st.integers()),
+        "lifeline": uuid.UUID(int=draw(st.integers(0, 2**128 - 1))).hex,
+        "watchdog_pid": draw(st.none() | st.integers()),
+    }
+    how = draw(st.sampled_from(["drop", "retype", "whole", "bytes", "as-is"]))
+    if how == "drop":
+        record.pop(draw(st.sampled_from(FIELDS)))
+    elif how == "retype":
+        record[draw(st.sampled_from(FIELDS))] = draw(JSON)
+    elif how == "whole":
+        return json.dumps(draw(JSON)).encode()
+    elif how == "bytes":
+        return draw(st.binary(max_size=80))
+    return json.dumps(record).encode()
+
+
+def fuzz(examples: int):
+    return settings(
+        max_examples=examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,  # the first failure, as itself (the canary expects it)
+    )
+
+
+def reads_any_record_safely(stop_stale, tmp_path: Path) -> None:
+    """The check: any record is read without an exception, and stops nothing but the
+    process it names by pid and start time (``stop_group`` only records here)."""
+    from bat.evaluation.run import agent_process
+
+    asked = []
+    real = agent_process.stop_group
+    agent_process.stop_group = lambda group, grace_s, reap=None: asked.append(group)
+    try:
+
+        @fuzz(150)
+        @given(records())
+        def check(data):
+            asked.clear()
+            record = tmp_path / "agent.process.json"
+            record.write_bytes(data)
+            stopped = stop_stale(record, 1)
+            assert stopped is None or type(stopped) is int
+            assert asked == ([stopped] if stopped is not None else [])
+
+        check()
+    finally:
+        agent_process.stop_group = real
+
+
+def test_any_pid_record_is_read_safely(tmp_path):
+    from bat.evaluation.run.agent_process import stop_stale
+
+    reads_any_record_safely(stop_stale, tmp_path)
+
+
+def test_the_record_check_catches_a_reader_that_raises(tmp_path):
+    """Canary: a reader that trusts the record's shape (a bare KeyError or TypeError on a
+    field dropped or retyped) fails the same check."""
+    from bat.evaluation.run.agent_process import stop_stale
+
+    def trusting(record: Path, grace_s: float):
+        known = json.loads(record.read_text())
+        if not isinstance(known["pid"], int):
+            raise ValueError("not a pid")
+        return stop_stale(record, grace_s)
+
+    with pytest.raises((KeyError, TypeError, ValueError)):
+        reads_any_record_safely(trusting, tmp_path)
+
+
+@fuzz(500)
+@given(st.binary(max_size=40))
+def test_the_watchdog_reads_any_line(line):
+    from bat.evaluation.run.agent_watchdog import STARTING, read_word
+
+    word = read_word(line.strip())
+    assert type(word) is int and word >= STARTING
