@@ -28,6 +28,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import REPO
 from tests.evalkit import episodes, make_project, port_answers, run_dirs, start_bat
 
 MODEL = "agent-default"
@@ -333,3 +334,45 @@ def test_the_watchdog_reads_any_line(line):
 
     word = read_word(line.strip())
     assert type(word) is int and word >= STARTING
+
+
+# -- Ctrl-C as the episodes' event loop is made ---------------------------------------------
+
+INTERRUPTED_LOOP = """
+import asyncio.selector_events as events, signal, sys
+made = events.BaseSelectorEventLoop._make_self_pipe
+def interrupted(loop):
+    signal.raise_signal(signal.SIGINT)  # Ctrl-C, as asyncio makes the episodes' loop
+    made(loop)
+events.BaseSelectorEventLoop._make_self_pipe = interrupted
+sys.argv = ["bat", "eval.run"]
+from bat.cli.program import main
+main()
+"""
+
+
+def test_ctrl_c_while_the_event_loop_is_made_is_one_line(tmp_path, home):
+    """Seen once in 40 Ctrl-Cs just after "agent ready": the loop half made printed
+    "Exception ignored ... '_ssock'" with a traceback after bat's line. Here the Ctrl-C
+    lands at that very moment, every time."""
+    mark = uuid.uuid4().hex
+    project = project_with(tmp_path, mark)
+    env = {**os.environ, "HOME": str(home), "NO_COLOR": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED_LOOP],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=60)
+        assert "agent ready" in out
+        assert proc.returncode == 130, err
+        assert "Traceback" not in err and "Exception ignored" not in err, err
+        assert "never awaited" not in err, err
+        assert err.count("bat: error:") == 1 and len(err.strip().splitlines()) == 1, err
+    finally:
+        no_agent_survives(mark, proc)
