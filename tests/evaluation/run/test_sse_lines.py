@@ -36,14 +36,15 @@ def tasks() -> list[dict]:
     ]
 
 
-@pytest.mark.parametrize("transport", ["jsonrpc", "rest"])
+@pytest.mark.parametrize("transport", ["jsonrpc", "rest", "jsonrpc-0.3"])
 @pytest.mark.parametrize("answer_in", ["artifact", "status"])
 def test_unicode_line_breaks_in_a_streamed_answer_arrive_whole(
     tmp_path, bat, home, transport, answer_in
 ):
-    project = make_project(
-        tmp_path, tasks(), agent_env={"TRANSPORT": transport, "ANSWER_IN": answer_in}
-    )
+    """Over each HTTP binding that streams, a2a-sdk 1.x's and the 0.3 compatibility one."""
+    transport, _, version = transport.partition("-")
+    env = {"TRANSPORT": transport, "ANSWER_IN": answer_in, "CARD_VERSION": version or "1.0"}
+    project = make_project(tmp_path, tasks(), agent_env=env)
     result = bat("eval.run", cwd=project)
     assert result.code == 0, result.out + result.err
     found = episodes(run_dirs(project)[0])
