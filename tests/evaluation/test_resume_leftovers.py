@@ -18,7 +18,6 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bat.evaluation.pipeline import _TEMPORARY
 from tests.conftest import REPO
 from tests.evalkit import episodes, make_project, run_dirs
 
@@ -101,6 +100,8 @@ NAMES = st.text(st.characters(blacklist_characters="/\0"), min_size=1, max_size=
 def test_every_temporary_name_the_writers_make_is_recognised(name, pid, count):
     import tempfile
 
+    from bat.evaluation.pipeline import _TEMPORARY
+
     random_part = next(tempfile._RandomNameSequence())
     assert _TEMPORARY.fullmatch(f".{name}.{random_part}.tmp")
     assert _TEMPORARY.fullmatch(f".{name}.{pid}.{count}.tmp")
@@ -111,5 +112,7 @@ def test_every_temporary_name_the_writers_make_is_recognised(name, pid, count):
 def test_names_bat_does_not_give_its_temporaries_are_left_alone(name):
     """No file of bat's own (none starts with a dot) and no hidden file without the
     writers' middle part is taken for a temporary."""
+    from bat.evaluation.pipeline import _TEMPORARY
+
     assert not _TEMPORARY.fullmatch(name.lstrip("."))
     assert not _TEMPORARY.fullmatch(f".{name.replace('.', '')}.tmp")
