@@ -16,6 +16,9 @@ When no model could be evaluated at all, the run failed (status ``failed``, exit
 from __future__ import annotations
 
 import contextlib
+import os
+import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +78,9 @@ def run_evaluation(
         wanted = None if resume in (None, True) else str(resume)
         run_dir = rundir.find_run(resolved.output_dir, wanted)
         rundir.model_dirs(run_dir)  # a crafted models[].dir is refused, run.json unchanged
+        swept = remove_temporaries(run_dir)
+        if swept:
+            say(f"removed {counted(swept, 'temporary file')} a stopped bat left in {run_dir.name}")
         recorded = Selection.from_record(rundir.read_run(run_dir).selection)
         if not selection.empty and selection != recorded:
             raise UsageError(
@@ -130,6 +136,31 @@ def run_evaluation(
             f"{run_dir.name} is marked failed and keeps every episode written so far "
             f"(make room, then finish it with: bat eval.run --resume {run_dir.name})"
         ) from None
+
+
+# The temporaries of bat's atomic writes: ``bat.atomic`` (mkstemp: ``.NAME.XXXXXXXX.tmp``)
+# and the episodes' batch writer (``.NAME.PID.N.tmp``).
+_TEMPORARY = re.compile(r"\..+\.(?:[a-z0-9_]{8}|[0-9]+\.[0-9]+)\.tmp", re.ASCII | re.DOTALL)
+
+
+def remove_temporaries(run_dir: Path) -> int:
+    """Remove the temporary files of atomic writes a killed bat left in ``run_dir``; how many.
+
+    A ``kill -9`` between a temporary's creation and its rename leaves it behind; the
+    file it was to replace is whole (old or new), so nothing is lost. Only regular files
+    named as bat names its temporaries go; links are not followed.
+    """
+    removed = 0
+    for folder, _, files in os.walk(run_dir, followlinks=False):
+        for name in files:
+            if not _TEMPORARY.fullmatch(name):
+                continue
+            path = os.path.join(folder, name)
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISREG(os.lstat(path).st_mode):
+                    os.unlink(path)
+                    removed += 1
+    return removed
 
 
 def _mark(ctx: RunContext, records: list[ModelRecord], status: str) -> None:

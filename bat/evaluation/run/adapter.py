@@ -75,6 +75,16 @@ async def _traced(request: Any) -> None:
         request.extensions["trace"] = attempt.trace
 
 
+def _https(limits: Any) -> Any:
+    """httpx's own transport for ``https://``, its event streams cut into lines as
+    ``sse_lines`` says (httpx's lines also end on U+2028 and the like)."""
+    import httpx
+
+    from bat.evaluation.run.sse_lines import EventStreamTransport
+
+    return EventStreamTransport(httpx.AsyncHTTPTransport(limits=limits, trust_env=False))
+
+
 @dataclass
 class Observed:
     """What one episode produced, before any verdict."""
@@ -123,7 +133,7 @@ class A2ASession:
             limits=limits,
             timeout=timeout,
             trust_env=False,
-            mounts={"http://": pooled},
+            mounts={"http://": pooled, "https://": _https(limits)},
             event_hooks={"request": [_traced]},
         )
         # A request sent again after a stale connection goes on a new one, always.
@@ -132,7 +142,10 @@ class A2ASession:
             limits=fresh,
             timeout=timeout,
             trust_env=False,
-            mounts={"http://": PoolTransport(max_keepalive=0, keepalive_expiry=0)},
+            mounts={
+                "http://": PoolTransport(max_keepalive=0, keepalive_expiry=0),
+                "https://": _https(fresh),
+            },
         )
         try:
             async with asyncio.timeout(self.card_timeout_s + 5):

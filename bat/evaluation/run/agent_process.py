@@ -7,10 +7,13 @@ group, SIGKILL after the shutdown timeout. What the agent's own files say (its p
 telemetry, config copy) is ``agent_settings``.
 
 Even a ``kill -9`` of bat does not leave the agent running: a watchdog process
-(``agent_watchdog``) stops the group when bat is gone. And in case the watchdog was
-killed too, the agent's pid, process group and start time are recorded in the run folder
-(``record``); the next start in that folder (``--resume``) recognises that agent as its
-own, stops it and goes on, while anything else answering on the port is refused.
+(``agent_watchdog``), started before the agent, stops the group when bat is gone, at
+whatever moment (the agent carries bat's mark in its environment, so the watchdog finds
+it even when bat died before it could say which group it was). And in case the watchdog
+was killed too, the run folder holds a record (``record``), written before the agent
+starts: the mark, then also the agent's pid, process group and start time. The next
+start in that folder (``--resume``) recognises that agent as its own, stops it and goes
+on, while anything else answering on the port is refused.
 """
 
 from __future__ import annotations
@@ -23,14 +26,15 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from bat.atomic import json_text, write_text_atomic
-from bat.errors import InputError, OperationError
+from bat.errors import BatError, InputError, OperationError
 from bat.evaluation.log.files import read_regular
 from bat.evaluation.run import agent_watchdog
 from bat.evaluation.run.agent_card import CARD_PATHS, card_answers
-from bat.evaluation.run.agent_watchdog import stop_group
+from bat.evaluation.run.agent_watchdog import MARK, marked_groups, stop_group
 from bat.uv_binary import find_uv
 
 
@@ -99,6 +103,7 @@ class AgentProcess(StartedAgent):
         self.cancelled = False  # set from another thread: a wait in progress gives up
         self._watchdog: subprocess.Popen | None = None
         self._watchdog_pipe = None
+        self.token = uuid.uuid4().hex  # the mark of this bat's agent (agent_watchdog)
 
     def start(self) -> None:
         if self.record is not None:
@@ -120,15 +125,30 @@ class AgentProcess(StartedAgent):
         if argv[0] == "uv":  # the uv installed with bat, even when it is not on PATH
             argv[0] = find_uv() or "uv"
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        # The watchdog first, and told that a start begins: from here on, bat's death
+        # at any moment takes the agent down (agent_watchdog's docstring).
+        self._tell("starting")
+        self._note()
+        try:
+            self.proc = self._spawn(argv)
+        except BatError:
+            self._tell("0")  # nothing was started
+            self._forget()
+            raise
+        self._tell(str(self.proc.pid))
+        self._note()
+
+    def _spawn(self, argv: list[str]) -> subprocess.Popen:
+        """The agent's process, in a group of its own, its output in the log, marked."""
         # The agent prints what it likes (its settings, a key in a stack trace): 0600.
         # O_NOFOLLOW: a link planted in the run folder does not lead the log elsewhere.
         fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "ab") as out:
             try:
-                self.proc = subprocess.Popen(
+                return subprocess.Popen(
                     argv,
                     cwd=self.root,
-                    env=self.env,
+                    env={**self.env, MARK: self.token},
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=subprocess.STDOUT,
@@ -140,22 +160,31 @@ class AgentProcess(StartedAgent):
                 ) from None
             except NotADirectoryError:
                 raise InputError(f"agent root {self.root} is not a directory") from None
-        self._guard(self.proc.pid)
+
+    def _note(self) -> None:
+        """Write the record: the mark and the watchdog before the start, the agent after."""
         if self.record is not None:
             write_text_atomic(self.record, json_text(self._identity(), indent=1))
 
+    def _forget(self) -> None:
+        if self.record is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.record.unlink()
+
     def _identity(self) -> dict:
         """What tells this agent from any later process with the same pid."""
-        pid = self.proc.pid
+        pid = self.proc.pid if self.proc is not None else None
         return {
             "pid": pid,
             "pgid": pid,  # start_new_session: the agent leads a group of its own
-            "start_ticks": start_ticks(pid),
+            "start_ticks": start_ticks(pid) if pid is not None else None,
+            "lifeline": self.token,
             "watchdog_pid": self._watchdog.pid if self._watchdog is not None else None,
         }  # no command or URL: they may hold a secret, and nothing here needs them
 
-    def _guard(self, group: int) -> None:
-        """Tell the watchdog which process group to stop if bat dies (0: none)."""
+    def _tell(self, word: str) -> None:
+        """Tell the watchdog (started here the first time) what runs: ``starting``, a
+        process group, or ``0`` for nothing."""
         if self._watchdog is None:
             read_end, write_end = os.pipe()  # not inherited by the agent: bat alone holds it
             try:
@@ -163,19 +192,19 @@ class AgentProcess(StartedAgent):
                 script = agent_watchdog.__file__
                 grace = str(self.shutdown_timeout_s)
                 self._watchdog = subprocess.Popen(
-                    [sys.executable, "-I", script, grace],
+                    [sys.executable, "-I", script, grace, self.token],
                     stdin=read_end,
                     stdout=subprocess.DEVNULL,
                     start_new_session=True,
                 )
-            except OSError:
+            except BaseException:
                 os.close(write_end)
                 raise
             finally:
                 os.close(read_end)
             self._watchdog_pipe = os.fdopen(write_end, "wb", buffering=0)
         with contextlib.suppress(OSError):  # a watchdog gone already cannot be told
-            self._watchdog_pipe.write(f"{group}\n".encode())
+            self._watchdog_pipe.write(f"{word}\n".encode())
 
     def _ended(self) -> OperationError | None:
         if self.proc is None or self.proc.poll() is None:
@@ -216,10 +245,8 @@ class AgentProcess(StartedAgent):
         stop_group(self.proc.pid, self.shutdown_timeout_s, reap=self.proc.poll)
         self.proc.wait()
         if self._watchdog is not None:
-            self._guard(0)
-        if self.record is not None:
-            with contextlib.suppress(FileNotFoundError):
-                self.record.unlink()
+            self._tell("0")
+        self._forget()
 
     def close(self) -> None:
         """Stop the agent and let its watchdog go (it exits when its pipe closes)."""
@@ -255,21 +282,31 @@ def stop_stale(record: Path, grace_s: float) -> int | None:
     """Stop the agent an earlier bat recorded in ``record`` if it still runs; its pid.
 
     It is recognised by pid *and* start time, so a process that merely got the same pid
-    later is never touched; with no start time to compare (not Linux), nothing is.
+    later is never touched; with no start time to compare (not Linux), nothing is. A
+    record without a pid (bat died as it started the agent) still holds the mark the
+    agent carries in its environment: the processes marked so are that bat's alone.
     """
     try:
         known = json.loads(read_regular(record).decode("utf-8"))  # a FIFO: never opened
-        pid, group, ticks = known["pid"], known["pgid"], known["start_ticks"]
-    except (OSError, ValueError, KeyError, TypeError, InputError):
+    except (OSError, ValueError, InputError):
         return None
-    if not all(isinstance(n, int) and n > 1 for n in (pid, group)) or ticks is None:
+    if not isinstance(known, dict):
         return None
-    if start_ticks(pid) != ticks:
-        return None
-    stop_group(group, grace_s)
+    stopped = None
+    pid, group, ticks = known.get("pid"), known.get("pgid"), known.get("start_ticks")
+    ours = all(type(n) is int and n > 1 for n in (pid, group)) and ticks is not None
+    if ours and start_ticks(pid) == ticks:
+        stop_group(group, grace_s)
+        stopped = pid
+    # A bat killed before it knew its agent's pid recorded only the mark it gave it.
+    token = known.get("lifeline")
+    if isinstance(token, str) and len(token) == 32 and token.isalnum():
+        for other in sorted(marked_groups(token)):
+            stop_group(other, grace_s)
+            stopped = stopped or other
     with contextlib.suppress(FileNotFoundError):
         record.unlink()
-    return pid
+    return stopped
 
 
 def tail(log: Path, lines: int = 15) -> list[str]:

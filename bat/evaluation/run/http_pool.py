@@ -60,6 +60,8 @@ from typing import Any
 import h11
 import httpx
 
+from bat.evaluation.run.sse_lines import EventStreamResponse
+
 HEAD_LIMIT = 1 << 20  # the largest status line + headers read, in bytes
 READ_LIMIT = 1 << 20  # bytes received ahead of the reader before the socket is paused
 # h11 takes a bare LF for CRLF in the status and header lines (RFC 9112 2.2 allows it),
@@ -237,7 +239,7 @@ class PoolTransport(httpx.AsyncBaseTransport):
             raise
         if trace is not None:
             await trace("http11.receive_response_headers.complete", {})
-        return httpx.Response(
+        return EventStreamResponse(  # an agent's event stream is cut into lines by the spec
             event.status_code,
             headers=event.headers.raw_items(),
             stream=_Body(self, connection, origin, _body(connection, request, read_timeout)),

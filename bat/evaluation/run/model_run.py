@@ -7,7 +7,6 @@ goes on with the next. What happened is returned as a ``ModelRecord`` for ``run.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
 import os
@@ -29,7 +28,7 @@ from bat.evaluation.run.agent_card import card_answers
 from bat.evaluation.run.agent_container import engine_is_local
 from bat.evaluation.run.agent_process import AgentProcess, tail
 from bat.evaluation.run.progress import Progress
-from bat.evaluation.run.runner import EpisodeRunner, RestartBudget, plan, spread
+from bat.evaluation.run.runner import EpisodeRunner, RestartBudget, plan, run_on_a_loop, spread
 from bat.evaluation.run.spans import SpanIndex
 from bat.figures import seconds
 from bat.secrets import Scrubber
@@ -184,7 +183,9 @@ def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber) -
             for n, runner in enumerate(runners, 1):
                 runner.name = f"replica {n}"
         try:
-            asyncio.run(spread(runners, work) if len(runners) > 1 else runners[0].run(work))
+            run_on_a_loop(
+                lambda: spread(runners, work) if len(runners) > 1 else runners[0].run(work)
+            )
             # The episodes' connections (transports and protocols refer to each other) are
             # freed now. Left to the cyclic collector, a transport's __del__ ran at some
             # moment of a later stage, and a Ctrl-C landing in it was printed as "Exception

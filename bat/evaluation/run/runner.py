@@ -19,9 +19,12 @@ is recorded as infrastructure failures (``not_run``) with the reason, which
 from __future__ import annotations
 
 import asyncio
+import inspect
+import signal
+import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -315,6 +318,60 @@ class EpisodeRunner:
             return
         if await self.spans.wait_for(trace.context_id, len(trace.turns)):
             merge_span_report(trace, self.spans.report(trace.context_id))
+
+
+def run_on_a_loop(make: Callable[[], Coroutine]) -> None:
+    """``asyncio.run(make())``, safe from a Ctrl-C at any moment.
+
+    A Ctrl-C that landed while asyncio made the event loop left a loop half made: its
+    ``__del__`` later printed "Exception ignored ... no attribute '_ssock'" with a
+    traceback, and the coroutine never awaited a warning, after bat's one line. The loop
+    is made with the signals held back (``held_signals``); a coroutine that never started
+    is closed, so it warns of nothing.
+    """
+    runner = None
+    coroutine = None
+    try:
+        with held_signals():
+            runner = asyncio.Runner()
+            runner.get_loop()  # the loop is made here
+        coroutine = make()
+        runner.run(coroutine)
+    finally:
+        try:
+            if runner is not None:
+                runner.close()  # ends the episodes' task (SIGTERM left it suspended)
+        finally:
+            if coroutine is not None and inspect.getcoroutinestate(coroutine) == "CORO_CREATED":
+                coroutine.close()  # never started: now it warns of nothing
+
+
+@contextmanager
+def held_signals() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM back for the block, then deliver them as they came.
+
+    Only the main thread handles signals; elsewhere the block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    # Read first, set inside the try: however the block ends, every handler is put back.
+    # (None: a handler set outside Python, which could not be put back; left alone.)
+    earlier = {
+        kind: handler
+        for kind in (signal.SIGINT, signal.SIGTERM)
+        if (handler := signal.getsignal(kind)) is not None
+    }
+    try:
+        for kind in earlier:
+            signal.signal(kind, lambda signum, frame: caught.append(signum))
+        yield
+    finally:
+        for kind, handler in earlier.items():
+            signal.signal(kind, handler)
+        for kind in dict.fromkeys(caught):
+            signal.raise_signal(kind)  # now handled as bat handles it (KeyboardInterrupt)
 
 
 @contextmanager

@@ -62,12 +62,14 @@ def episodes_written(project: Path) -> int:
 
 
 def agent_identity(project: Path) -> dict | None:
-    """The pid record bat keeps for its running agent, once it is there."""
+    """The pid record bat keeps for its running agent, once it names the agent (before
+    the start it holds only the agent's mark)."""
     run_dir = the_run(project)
     path = run_dir / f"agent-{MODEL}.process.json" if run_dir else None
     if path is None or not path.is_file():
         return None
-    return json.loads(path.read_text())
+    record = json.loads(path.read_text())
+    return record if record.get("pid") is not None else None
 
 
 def group_alive(group: int) -> bool:
