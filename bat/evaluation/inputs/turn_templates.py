@@ -239,7 +239,8 @@ def _problem(text: str, index: int) -> str | None:
                 f"(a turn has {', '.join(FIELDS)})"
             )
     for node in tree.find_all((nodes.Name, nodes.Getitem)):
-        if _is_turn(node, loop_names) and id(node) not in based:
+        stored = isinstance(node, nodes.Name) and node.ctx == "store"  # a loop's target
+        if _is_turn(node, loop_names) and id(node) not in based and not stored:
             root = _root(node)
             return f"{_quote(text, root)}: {root} is a turn; name one of its fields ({root}.output)"
     broken = _compiled(text)  # Python's own compiler has limits too: found now, not later
