@@ -54,11 +54,12 @@ def test_nested_loops_over_long_texts_stop_within_the_budget():
     assert "loops ran more than 100,000 times" in refused_at_render(source)
 
 
+# Two calls a level, 60 levels: no loop, no growth, and never ending without a clock.
+EXPONENTIAL = "{% macro m(n) %}{% if n %}{{ m(n-1) }}{{ m(n-1) }}{% endif %}{% endmacro %}"
+
+
 def test_calls_without_loops_stop_at_the_time_budget():
-    source = (
-        "{% macro m(n) %}{% if n %}{{ m(n-1) }}{{ m(n-1) }}{% endif %}{% endmacro %}{{ m(60) }}"
-    )
-    assert "longer than 0.2 s" in refused_at_render(source, seconds=0.2)
+    assert "longer than 0.2 s" in refused_at_render(EXPONENTIAL + "{{ m(60) }}", seconds=0.2)
 
 
 def test_a_cancelled_episode_stops_its_render_at_once():
@@ -66,12 +67,7 @@ def test_a_cancelled_episode_stops_its_render_at_once():
     event loop takes the cancel at once and the thread stops at its next step."""
     from bat.evaluation.run import adapter
 
-    template = compile_turns(
-        [
-            "a",
-            "{% macro m(n) %}{% if n %}{{ m(n-1) }}{{ m(n-1) }}{% endif %}{% endmacro %}{{ m(60) }}",
-        ]
-    )
+    template = compile_turns(["a", EXPONENTIAL + "{{ m(60) }}"])
     threads = threading.active_count()
 
     async def cancel_while_rendering():
