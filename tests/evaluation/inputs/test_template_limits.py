@@ -351,3 +351,28 @@ def test_the_limits_module_is_what_renders():
     """The module's names the docs quote (docs/security.md)."""
     assert template_sandbox.MAX_VALUE_CHARS == 1_000_000
     assert template_sandbox.MAX_RENDER_SECONDS == 2.0
+
+
+def test_a_run_records_a_limit_as_the_template_failure_of_that_episode(tmp_path, bat, home):
+    """The limit reached in a real ``eval.run``: the episode ends before that turn with
+    the infrastructure failure ``template`` naming the limit; the other task passes."""
+    from tests.evalkit import episodes
+
+    loops = "{% for a in 'x' * 999999 %}{% for b in 'x' * 999999 %}{% endfor %}{% endfor %}"
+    tasks = [
+        {"id": "loops", "turns": ["hello", loops]},
+        {"id": "fine", "turns": ["hello"], "expected": {"output_must_contain": ["echo"]}},
+    ]
+    project = make_project(tmp_path, tasks)
+    result = bat("eval.run", cwd=project)
+    assert result.code == 3, result.out + result.err
+    assert "Traceback" not in result.err
+    (run_dir,) = run_dirs(project)
+    found = {e["task_id"]: e for e in episodes(run_dir).values()}
+    infra = found["loops"]["infra_error"]
+    assert infra["kind"] == "template"
+    assert infra["message"] == (
+        "turn 2 could not be made from its template: loops ran more than 100,000 times in all"
+    )
+    assert [t["input"] for t in found["loops"]["trace"]["turns"]] == ["hello"]
+    assert found["fine"]["verdict"]["passed"]
