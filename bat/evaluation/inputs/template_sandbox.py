@@ -447,7 +447,7 @@ def _wordwrap(environment: Any, s: Any, width: int = 79, *rest: Any, **kwargs: A
 
 def _pieces(count: Any, fill: Any, what: str) -> None:
     if isinstance(count, int) and count > MAX_PIECES:
-        raise TemplateLimit(f"{what} into more than {integer(MAX_PIECES)} pieces is not allowed")
+        raise TemplateLimit(f"{what} by more than {integer(MAX_PIECES)} is not allowed")
     if fill is not None and isinstance(count, int):
         _made(printed_size(fill) * count, what)
 
