@@ -86,6 +86,41 @@ def test_a_cancelled_episode_stops_its_render_at_once():
     assert threading.active_count() <= threads  # the worker thread stopped too
 
 
+def test_ctrl_c_during_a_long_render_ends_bat_at_once(tmp_path, home):
+    """A real ``bat eval.run`` interrupted while a template renders (each render here
+    lasts its whole 2 s budget): exit 130 with one line within moments, where the render
+    used to hold the event loop, and with it Ctrl-C, until it ended."""
+    import signal
+    import subprocess
+
+    from tests.evalkit import start_bat
+
+    turns = ["hello", EXPONENTIAL + "{{ m(60) }}"]
+    tasks = [{"id": f"t{i}", "turns": turns} for i in range(3)]
+    project = make_project(tmp_path, tasks, concurrency=1)
+    proc = start_bat("eval.run", cwd=project, home=home)
+    try:
+        deadline = time.monotonic() + 30
+        while not list(project.glob("eval/**/agent-*.process.json")):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.poll()
+            time.sleep(0.05)
+        time.sleep(1.0)  # the agent answered turn 1 in milliseconds: turn 2 is rendering
+        proc.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        _, err = proc.communicate(timeout=10)
+        elapsed = time.monotonic() - started
+    except subprocess.TimeoutExpired:
+        pytest.fail("bat did not act on Ctrl-C within 10 s")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert elapsed < 1.5, elapsed
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("bat: error: interrupted"), err
+
+
 # -- sizes -----------------------------------------------------------------------------
 
 
