@@ -22,8 +22,9 @@ that was sent in that turn, itself rendered).
 The environment is Jinja2's ``ImmutableSandboxedEnvironment`` with ``StrictUndefined``
 and no autoescaping: a template reads these values and nothing else (no Python
 attribute beginning with ``_``, no globals such as ``range``), and a name or field it
-does not have is an error, never an empty string. Jinja2 is imported only when a
-dataset holds a templated turn.
+does not have is an error, never an empty string. It renders under the limits of
+:mod:`bat.evaluation.inputs.template_sandbox` (depth, size, loop steps, time). Jinja2 is
+imported only when a dataset holds a templated turn.
 """
 
 from __future__ import annotations
@@ -33,17 +34,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from bat.figures import integer
-
 MARKERS = ("{{", "{%", "{#")
 # The fields of an earlier turn a template can read (``reply_text`` is belt's name of
 # ``output``).
 FIELDS = ("output", "reply_text", "status", "input")
-# A string repeated (``*``) or a number raised (``**``) in a template may not grow past
-# these: the sandbox bounds code, not size, and Jinja would fold ``9 ** 9 ** 9`` while
-# compiling.
-MAX_REPEAT_CHARS = 1_000_000
-MAX_EXPONENT = 64
+# Names Jinja gives a meaning of its own; ``self`` would hand the template itself out.
+_SPECIAL_NAMES = ("self",)
 
 _TURN_N = re.compile(r"turn_(\d+)")
 _TAG = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
@@ -61,7 +57,7 @@ class TemplateProblem(ValueError):
 
 class RenderError(Exception):
     """A checked template failed while it was rendered (a dynamic index out of range,
-    a field read through a loop variable that does not exist)."""
+    a field read through a loop variable that does not exist, a limit reached)."""
 
 
 def check_turns(turns: Sequence[Any]) -> None:
@@ -91,10 +87,18 @@ def _compiled(text: str) -> Any:
     Kept for the tasks that share a turn's text (a template is read-only once made)."""
     from jinja2 import TemplateError
 
+    from bat.evaluation.inputs.template_sandbox import compile_checked, nesting_problem
+
+    env = environment()
+    problem = nesting_problem(env, text)
+    if problem is not None:
+        return _Broken(problem)
     try:
-        return environment().from_string(text)
+        return compile_checked(env, text)
     except TemplateError as exc:
         return _Broken(_one_line(exc))
+    except (RecursionError, SyntaxError, MemoryError) as exc:  # Python's compiler
+        return _Broken(f"the template cannot be compiled: {type(exc).__name__}")
 
 
 class _Broken:
@@ -119,12 +123,26 @@ class TurnView:
         self.input = input
 
 
-def render_turn(template: Any, done: Sequence[Any]) -> str:
+def render_turn(template: Any, done: Sequence[Any], budget: Any = None) -> str:
     """The text of a turn from its compiled ``template`` and the turns ``done`` so far
-    (records with ``input``, ``status`` and ``output``, as the episode has them).
+    (records with ``input``, ``status`` and ``output``, as the episode has them), within
+    ``budget`` (a :class:`~bat.evaluation.inputs.template_sandbox.Budget`; a fresh one
+    of the longest render time if None).
 
-    Raises :class:`RenderError` with a one-line reason if the template fails."""
+    Raises :class:`RenderError` with a one-line reason if the template fails or goes
+    past a limit."""
     from jinja2 import TemplateError
+
+    from bat.evaluation.inputs.template_sandbox import (
+        MAX_RENDER_SECONDS,
+        Budget,
+        TemplateLimit,
+        render,
+    )
+
+    if isinstance(template, _Broken):
+        template.render(None)
+    budget = budget or Budget(MAX_RENDER_SECONDS)
 
     views = [TurnView(record.output or "", record.status, record.input) for record in done]
     context: dict[str, Any] = {"turns": views}
@@ -132,38 +150,21 @@ def render_turn(template: Any, done: Sequence[Any]) -> str:
         context["prev"] = views[-1]
     context.update({f"turn_{number}": view for number, view in enumerate(views, 1)})
     try:
-        return template.render(context)
-    except TemplateError as exc:
+        return render(template, context, budget)
+    except (TemplateError, TemplateLimit) as exc:
         raise RenderError(_one_line(exc)) from None
     except (ArithmeticError, TypeError, ValueError, LookupError, RecursionError) as exc:
         raise RenderError(f"{type(exc).__name__}: {_one_line(exc)}") from None
+    except MemoryError:  # a limit missed: the episode's failure, not a traceback
+        raise RenderError("the template needed more memory than there is") from None
 
 
 @functools.cache
 def environment() -> Any:
-    """The one sandboxed Jinja2 environment of turn templates."""
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+    """The one sandboxed Jinja2 environment of turn templates, with its limits."""
+    from bat.evaluation.inputs.template_sandbox import make_environment
 
-    class _TurnEnvironment(ImmutableSandboxedEnvironment):
-        intercepted_binops = frozenset({"*", "**"})
-
-        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-            if operator == "**":
-                if isinstance(right, int | float) and abs(right) > MAX_EXPONENT:
-                    raise SecurityError(f"an exponent above {MAX_EXPONENT} is not allowed")
-                return left**right
-            for seq, times in ((left, right), (right, left)):
-                sized = isinstance(seq, str | list | tuple) and isinstance(times, int)
-                if sized and len(seq) * times > MAX_REPEAT_CHARS:
-                    raise SecurityError(
-                        f"a repetition longer than {integer(MAX_REPEAT_CHARS)} is not allowed"
-                    )
-            return left * right
-
-    env = _TurnEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
-    env.globals.clear()  # range, dict, lipsum, cycler, joiner, namespace: none needed
-    return env
+    return make_environment()
 
 
 @functools.lru_cache(maxsize=1024)
@@ -173,16 +174,28 @@ def _problem(text: str, index: int) -> str | None:
     Kept for the tasks that repeat a turn: parsing is pure Python (about 0.4 ms)."""
     from jinja2 import TemplateSyntaxError, meta, nodes
 
+    from bat.evaluation.inputs.template_sandbox import nesting_problem
+
     env = environment()
+    deep = nesting_problem(env, text)
+    if deep is not None:
+        return deep
     try:
         tree = env.parse(text)
     except TemplateSyntaxError as exc:
         where = f" (line {exc.lineno})" if text.count("\n") and exc.lineno else ""
         return f"template syntax error{where}: {_one_line(exc.message or str(exc))}"
+    except RecursionError:  # a shape the depth scan does not know: refused all the same
+        return "template nested too deep for the parser"
+    problem = _refused(text, tree)
+    if problem is not None:
+        return problem
 
     for node in tree.find_all((nodes.Extends, nodes.Include, nodes.Import, nodes.FromImport)):
         return f"template syntax error (line {node.lineno}): a turn cannot load other templates"
     for node in tree.find_all((nodes.Filter, nodes.Test)):
+        if isinstance(node, nodes.Filter) and node.name in _REFUSED_FILTERS:
+            return f"{_quote(text, node.name)}: {_REFUSED_FILTERS[node.name]}"
         known = env.filters if isinstance(node, nodes.Filter) else env.tests
         if node.name not in known:
             kind = "filter" if isinstance(node, nodes.Filter) else "test"
@@ -226,10 +239,48 @@ def _problem(text: str, index: int) -> str | None:
                 f"(a turn has {', '.join(FIELDS)})"
             )
     for node in tree.find_all((nodes.Name, nodes.Getitem)):
-        if _is_turn(node, loop_names) and id(node) not in based:
+        stored = isinstance(node, nodes.Name) and node.ctx == "store"  # a loop's target
+        if _is_turn(node, loop_names) and id(node) not in based and not stored:
             root = _root(node)
             return f"{_quote(text, root)}: {root} is a turn; name one of its fields ({root}.output)"
+    broken = _compiled(text)  # Python's own compiler has limits too: found now, not later
+    if isinstance(broken, _Broken):
+        return f"template cannot be compiled: {broken.reason}"
     return None
+
+
+_REFUSED_FILTERS = {
+    "attr": "the filter 'attr' is not allowed (a template reads fields with a dot: prev.output)",
+    "urlize": "the filter 'urlize' is not allowed in a turn template",
+    "tojson": "the filter 'tojson' is not allowed in a turn template",
+}
+
+
+def _refused(text: str, tree: Any) -> str | None:
+    """What a template may not use whatever its names: ``self`` (the template itself), a
+    loop that calls itself (``recursive``), an ``attribute=`` beginning with ``_``."""
+    from jinja2 import nodes
+
+    for node in tree.find_all(nodes.Name):
+        if node.name in _SPECIAL_NAMES:
+            return f"{_quote(text, node.name)}: {node.name!r} is not allowed"
+    for node in tree.find_all(nodes.For):
+        if node.recursive:
+            return f"{_quote(text, 'recursive')}: a recursive loop is not allowed"
+    for node in tree.find_all(nodes.Keyword):
+        value = _const(node.value)
+        if node.key == "attribute" and isinstance(value, str) and _private(value):
+            return (
+                f"{_quote(text, value)}: {value!r} is not allowed "
+                "(a template reads fields of earlier turns only)"
+            )
+    return None
+
+
+def _private(path: str) -> bool:
+    """Whether an attribute path (``a.b``, as ``map(attribute=...)`` takes it) reaches a
+    name beginning with ``_``."""
+    return any(part.startswith("_") for part in path.split("."))
 
 
 def _variable_problem(name: str, index: int) -> str | None:

@@ -196,10 +196,10 @@ class A2ASession:
         artifacts: dict[str, list[Piece]] = {}  # every artifact of the episode, as it stands
         for index, text in enumerate(turns):
             if templates is not None and templates[index] is not None:
-                from bat.evaluation.inputs.turn_templates import RenderError, render_turn
+                from bat.evaluation.inputs.turn_templates import RenderError
 
                 try:
-                    text = render_turn(templates[index], trace.turns)
+                    text = await _render(templates[index], trace.turns, turn_timeout_s)
                 except RenderError as exc:
                     infra = InfraError(
                         kind="template",
@@ -364,3 +364,17 @@ def _connection_broke(exc: BaseException) -> bool:
 
     broken = httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError
     return any(isinstance(e, broken) for e in exception_chain(exc))
+
+
+async def _render(template: Any, done: list[TurnRecord], turn_timeout_s: float) -> str:
+    """A templated turn rendered in a worker thread, within the render time limit (or
+    the turn timeout if shorter): the event loop, and with it Ctrl-C, stays live while a
+    template loops. A cancelled episode stops the render at its next step."""
+    from bat.evaluation.inputs.template_sandbox import MAX_RENDER_SECONDS, Budget
+    from bat.evaluation.inputs.turn_templates import render_turn
+
+    budget = Budget(min(turn_timeout_s, MAX_RENDER_SECONDS))
+    try:
+        return await asyncio.to_thread(render_turn, template, list(done), budget)
+    finally:
+        budget.stop.set()  # done, or cancelled: either way the thread has nothing to do
