@@ -28,6 +28,20 @@ Percentage = Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)]  # bat-c
 MAX_COUNT = 10**15
 
 
+def reported_count(value: object) -> int:
+    """A token or call count an agent reported, as the run records it: a whole number
+    from 0 to ``MAX_COUNT`` (an integral float too: JSON writers differ); anything else
+    (NaN, an infinity, a negative or huge number, text, a boolean) is 0, not reported.
+    Taken as sent, a NaN would end the episode as a protocol failure (``int(nan)``
+    raises) and 10^400 would make the run's own files unreadable."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not (value.is_integer() and abs(value) <= MAX_COUNT):
+        return 0
+    number = int(value)
+    return number if 0 <= number <= MAX_COUNT else 0
+
+
 def count_problem(key: str, value: int) -> str | None:
     """Why ``value`` is no count a run's file may hold (None: it is one)."""
     if 0 <= value <= MAX_COUNT:

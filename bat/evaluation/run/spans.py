@@ -32,7 +32,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from bat.evaluation.log.bounds import MAX_COUNT, reported_count
 from bat.evaluation.log.episode import EpisodeTrace
+from bat.numbers import whole_number
 
 CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id")
 REDACTED = "__REDACTED__"
@@ -227,7 +229,11 @@ def _json_or_text(value: Any) -> Any:
 
 
 def _int(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
+    """A span attribute's token count (a number, or digits as text); 0 when it is not
+    one a run can record (``bounds.reported_count``: no NaN, infinity or 10^400)."""
+    if isinstance(value, str):
+        try:
+            value = whole_number(value, highest=MAX_COUNT)
+        except ValueError:
+            return 0
+    return reported_count(value)

@@ -28,6 +28,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from bat.evaluation.log.bounds import reported_count
 from bat.evaluation.log.episode import AgentCall, EpisodeTrace, StatusEvent, ToolCall, Usage
 
 PREVIEW = 200
@@ -273,15 +274,15 @@ def add_reported(trace: EpisodeTrace, data: dict, *, source: str) -> None:
     calls = data.get("model_calls")
     if isinstance(usage, dict) or isinstance(calls, int | float):
         usage = usage if isinstance(usage, dict) else {}
-        prompt = int(usage.get("prompt_tokens") or 0)
-        completion = int(usage.get("completion_tokens") or 0)
-        total = int(usage.get("total_tokens") or prompt + completion)
+        prompt = reported_count(usage.get("prompt_tokens"))
+        completion = reported_count(usage.get("completion_tokens"))
+        total = reported_count(usage.get("total_tokens")) or prompt + completion
         trace.usage = trace.usage.add(
             Usage(
                 prompt_tokens=prompt,
                 completion_tokens=completion,
                 total_tokens=total,
-                model_calls=int(calls or 0),
+                model_calls=reported_count(calls),
             )
         )
         trace.usage_source = source
