@@ -24,6 +24,7 @@ import json
 import os
 import re
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -221,6 +222,10 @@ def snapshot(folder: Path) -> dict[str, str]:
             rel = os.path.relpath(path, folder)
             if os.path.islink(path):
                 found[rel] = "link:" + os.readlink(path)
+                continue
+            kind = os.lstat(path).st_mode
+            if not stat.S_ISREG(kind):  # a FIFO would block the open below
+                found[rel] = f"special:{stat.S_IFMT(kind):o}"
                 continue
             digest = hashlib.sha256()
             try:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from bat.doctor.check import Check, failed, passed, skipped
 from bat.doctor.net import probe
 from bat.errors import BatError
+from bat.numbers import whole_number
 
 if TYPE_CHECKING:
     from bat.doctor.check import Options
@@ -149,7 +150,10 @@ def image_checks(options: Options, host: str | None, config: DockerConfig | None
 def _registry_check(registry: str, source: str, required: bool) -> Check:
     host, _, port = registry.rpartition(":") if registry.count(":") == 1 else (registry, "", "")
     host = host or registry
-    number = int(port) if port.isdigit() else 443
+    try:
+        number = whole_number(port, lowest=1, highest=65535)
+    except ValueError:  # none written (or not a port: the probe of 443 then says so)
+        number = 443
     problem = probe(host.strip("[]"), number, timeout_s=1.0)
     if problem is not None:
         return failed(
