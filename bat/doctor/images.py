@@ -80,23 +80,13 @@ def read_docker_config(required: bool) -> tuple[DockerConfig | None, Check | Non
     from docker.utils.config import find_config_file
 
     from bat.errors import InputError
-    from bat.input_files import CONFIG_LIMIT, parse_json, read_text
+    from bat.images.engine import read_config
 
-    found = find_config_file()
-    if found is None:
-        return DockerConfig(None, {}), None
-    path = Path(found)
-    fix = f"repair or remove {path} (docker login writes it anew)"
     try:
-        text = read_text(path, limit=CONFIG_LIMIT, kind="a Docker config file")
-        if path.name != "config.json":  # ~/.dockercfg: not JSON; bounded, then the SDK's
-            return DockerConfig(path, None), None
-        data = parse_json(text, path)
+        path, data = read_config()
     except InputError as exc:
+        fix = f"repair or remove {find_config_file()} (docker login writes it anew)"
         return None, failed("docker config", _words(exc), fix, required=required)
-    if not isinstance(data, dict):
-        detail = f"{path}: not a Docker config file (a JSON object)"
-        return None, failed("docker config", detail, fix, required=required)
     return DockerConfig(path, data), None
 
 

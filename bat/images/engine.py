@@ -15,6 +15,7 @@ with a login first so that refused credentials are told apart from other failure
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import IO, Any
 
 from bat.errors import InputError, OperationError
@@ -34,12 +35,42 @@ def engine_address() -> str:
     return f"{DEFAULT_SOCKET} (the default; DOCKER_HOST is not set)"
 
 
+def read_config() -> tuple[Path | None, dict | None]:
+    """The Docker client's configuration file (``$DOCKER_CONFIG/config.json``, else
+    ``~/.docker/config.json``, else the legacy ``~/.dockercfg``) and its parsed content
+    (``{}`` when there is none; ``None`` for the legacy format, left to the SDK).
+
+    Read by bat's bounded reader before the Docker SDK opens it: the SDK reads it with a
+    plain ``open()`` when it connects and when it looks up a login, so a FIFO there would
+    hang ``bat build``, ``/dev/zero`` would fill its memory and deep nesting would raise
+    RecursionError. Such a file is an InputError naming it."""
+    from docker.utils.config import find_config_file
+
+    from bat.input_files import CONFIG_LIMIT, parse_json, read_text
+
+    found = find_config_file()
+    if found is None:
+        return None, {}
+    path = Path(found)
+    text = read_text(path, limit=CONFIG_LIMIT, kind="a Docker config file")
+    if path.name != "config.json":  # ~/.dockercfg: not JSON; bounded, then the SDK's
+        return path, None
+    data = parse_json(text, path)
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: not a Docker config file (a JSON object)")
+    return path, data
+
+
 def connect(timeout: float = API_TIMEOUT_S) -> Any:
     """A docker SDK ``APIClient`` that has already talked to the engine.
 
-    ``timeout`` bounds each API call (``bat doctor`` asks with a short one)."""
+    ``timeout`` bounds each API call (``bat doctor`` asks with a short one). The
+    client's config file is checked first (:func:`read_config`): the SDK reads it as it
+    is made."""
     import docker
     from docker.errors import DockerException
+
+    read_config()
 
     try:
         params = docker.utils.kwargs_from_env()
