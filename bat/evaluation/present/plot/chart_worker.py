@@ -8,10 +8,12 @@ at its chart stage, before the report, the exports and the gates. Here it kills 
 this child; :func:`bat.evaluation.present.plot.render.render` sees the death, skips the
 charts with a warning and the chain goes on.
 
-Protocol: one JSON document on stdin (``{"vl_version", "scale", "threads", "charts":
-[{"name", "spec"}]}``); on stdout one JSON line per chart as it is drawn, ``{"name",
-"svg", "png"}`` (PNG in base64) or ``{"name", "error"}`` (the converter's first line).
-Run as ``python -m bat.evaluation.present.plot.chart_worker``.
+Protocol: requests on stdin, one JSON document per line (``{"vl_version", "scale",
+"threads", "charts": [{"name", "spec"}]}``); for each, on stdout one JSON line per chart
+as it is drawn, ``{"name", "svg", "png"}`` (PNG in base64) or ``{"name", "error"}`` (the
+converter's first line), then :data:`DONE`. The process serves requests until stdin
+ends, so one renderer (and its warm JavaScript engine) serves every plot of the bat that
+started it; stdin ends when that bat closes it or dies.
 """
 
 from __future__ import annotations
@@ -57,9 +59,20 @@ def no_core_dump() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, hard))
 
 
+DONE = b'{"done": true}\n'  # the last line of each request's answers
+
+
 def main() -> int:
     no_core_dump()
-    request = json.load(sys.stdin)
+    for line in sys.stdin.buffer:
+        serve(json.loads(line))
+        sys.stdout.buffer.write(DONE)
+        sys.stdout.flush()
+    return 0
+
+
+def serve(request: dict) -> None:
+    """Draw every chart of one request, answering each as soon as it is drawn."""
     import vl_convert as vlc
 
     wanted = request.get("vl_version")
@@ -78,7 +91,6 @@ def main() -> int:
     workers = max(1, min(int(request.get("threads") or 1), len(charts) or 1))
     with ThreadPoolExecutor(workers, thread_name_prefix="bat-render") as pool:
         list(pool.map(one, charts))
-    return 0
 
 
 if __name__ == "__main__":

@@ -4,9 +4,9 @@ The specs are rendered to SVG by vl-convert and rasterized from that SVG to PNG,
 child process (:mod:`.chart_worker`): vl-convert runs V8, which ends the process it runs
 in with SIGTRAP when it cannot reserve its heap (``ulimit -v`` of a few GB). Its death
 ends only the child; the charts it did not draw are skipped with a warning, and the
-report, exports and gates follow as without charts. The child costs its start-up and the specs'
-copy through a pipe: 0.1 to 0.2 s, within the noise of a 4 s ``eval.plot`` of three
-50-task runs here (measured against the in-process renderer, new processes each).
+report, exports and gates follow as without charts. The child is kept for the next plot
+of the same interpreter (:class:`_Renderer`), so its converter warms up once, as it did
+in bat's own process.
 
 :func:`plot_folder` writes the charts and ``report.html`` into the folder it plots, each
 file atomically, and removes the files of a chart an earlier invocation drew that this
@@ -31,17 +31,24 @@ runtime's 70 MB were held through the whole run.
 
 from __future__ import annotations
 
+import atexit
 import base64
+import contextlib
 import hashlib
 import json
 import os
+import selectors
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bat.atomic import json_text, write_bytes_atomic, write_text_atomic
+from bat.evaluation.present.plot.chart_worker import DONE
 from bat.evaluation.present.plot.report import write_report
 from bat.evaluation.present.plot.runs import Run, find_runs
 from bat.evaluation.present.plot.specs import Chart, ChartSet, build_charts, drawable
@@ -100,7 +107,7 @@ def render(chart_set: ChartSet, threads: int | None = None) -> str | None:
     return problem if len(answers) < len(todo) else None
 
 
-def _run_worker(todo: list[Chart], workers: int) -> tuple[dict[str, dict], str]:
+def _run_worker(todo: list[Chart], workers: int) -> tuple[dict[str, dict], str | None]:
     """The renderer's answers by chart name, and why it stopped early (if it did)."""
     request = {
         "vl_version": _vegalite_version(),
@@ -108,34 +115,126 @@ def _run_worker(todo: list[Chart], workers: int) -> tuple[dict[str, dict], str]:
         "threads": workers,
         "charts": [{"name": chart.name, "spec": chart.spec} for chart in todo],
     }
-    payload = json.dumps(request, default=str).encode()
-    # The parent's import path, given whole: -I keeps PYTHON* variables and the user's
-    # site folder from changing what the child imports.
-    code = (
-        f"import sys; sys.path[:] = {sys.path!r}; "
-        "from bat.evaluation.present.plot.chart_worker import main; sys.exit(main())"
-    )
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", code],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+    line = json.dumps(request, default=str).encode() + b"\n"
+    with _KEPT_LOCK:
+        renderer = _KEPT.pop(sys.executable, None)
+        if renderer is None or not renderer.alive():
+            try:
+                renderer = _Renderer(sys.executable)
+            except OSError as exc:
+                return {}, f"the chart renderer could not start: {exc.strerror or exc}"
+        out, problem = renderer.draw(line, time.monotonic() + RENDER_TIMEOUT_S)
+        if problem is None:
+            _KEPT[sys.executable] = renderer  # for this interpreter's next plot
+        return _answers(out), problem
+
+
+class _Renderer:
+    """One renderer process (:mod:`.chart_worker`), kept for the next plot of the same
+    interpreter: its JavaScript engine starts once, which is most of a small plot's
+    time (a view that re-plots, a reusing ``tasks.py``, the test suite running bat
+    in-process). In a session of its own, so the terminal's Ctrl-C is bat's to act on;
+    it ends when bat closes its stdin (at exit) or dies, and is killed when a draw is
+    interrupted, times out or goes wrong."""
+
+    def __init__(self, executable: str) -> None:
+        # The parent's import path, given whole: -I keeps PYTHON* variables and the
+        # user's site folder from changing what the child imports.
+        code = (
+            f"import sys; sys.path[:] = {sys.path!r}; "
+            "from bat.evaluation.present.plot.chart_worker import main; sys.exit(main())"
         )
-    except OSError as exc:
-        return {}, f"the chart renderer could not start: {exc.strerror or exc}"
-    try:
-        out, err = proc.communicate(payload, timeout=RENDER_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        answers = _answers(out)
-        return answers, f"the chart renderer took more than {RENDER_TIMEOUT_S:g} s"
-    finally:
-        if proc.poll() is None:  # Ctrl-C while it draws: it goes with us
-            proc.kill()
-            proc.wait()
-    return _answers(out), _death(proc.returncode, err)
+        # stderr to a file, never a pipe that could fill and stall it
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+        try:
+            self.proc = subprocess.Popen(
+                [executable, "-I", "-c", code],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.errors,
+                start_new_session=True,
+            )
+        except BaseException:
+            self.errors.close()
+            raise
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def draw(self, line: bytes, deadline: float) -> tuple[bytes, str | None]:
+        """Send one request; its answers, and None when the renderer finished it (else
+        why it did not: then it is stopped)."""
+        try:
+            out, ended = self._ask(line, deadline)
+        except BaseException:  # Ctrl-C while it draws: it goes with us
+            self.close(at_once=True)
+            raise
+        if ended is None:
+            return out, None
+        if ended == "timeout":
+            self.close(at_once=True)
+            return out, f"the chart renderer took more than {RENDER_TIMEOUT_S:g} s"
+        try:
+            code = self.proc.wait(timeout=5)  # it closed its stdout: it is ending
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self.errors.seek(0)
+        err = self.errors.read()[-65536:]
+        self.close(at_once=True)
+        return out, _death(code, err)
+
+    def _ask(self, line: bytes, deadline: float) -> tuple[bytes, str | None]:
+        try:
+            self.proc.stdin.write(line)
+            self.proc.stdin.flush()
+        except OSError:  # it died before reading: its exit says why
+            return b"", "ended"
+        out = bytearray()
+        fd = self.proc.stdout.fileno()
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while not out.endswith(DONE):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return bytes(out), "timeout"
+                if not selector.select(left):
+                    continue
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    return bytes(out), "ended"
+                out += chunk
+        return bytes(out[: -len(DONE)]), None
+
+    def close(self, *, at_once: bool = False) -> None:
+        """End the renderer: at once (killed), or by closing its stdin."""
+        if at_once:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        with contextlib.suppress(OSError):
+            self.proc.stdout.close()
+        self.errors.close()
+
+
+# The renderer kept for the next plot, per interpreter path (a test may point
+# sys.executable at another). Process-wide like a connection pool: it holds no state of
+# any run, only a warm converter.
+_KEPT: dict[str, _Renderer] = {}
+_KEPT_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_kept() -> None:
+    with _KEPT_LOCK:
+        while _KEPT:
+            _KEPT.popitem()[1].close()
 
 
 def _answers(out: bytes) -> dict[str, tuple[str, bytes] | str]:

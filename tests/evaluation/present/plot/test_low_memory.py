@@ -119,6 +119,25 @@ def test_a_renderer_that_exits_with_an_error_skips_the_charts_with_its_reason(
     assert not any(path.suffix in (".svg", ".png") for path in result.written)
 
 
+def test_one_renderer_serves_the_next_plots_and_a_dead_one_is_replaced(tmp_path):
+    """The renderer's JavaScript engine starts once per interpreter (most of a small
+    plot's time); one that died while idle (killed, out of memory) is replaced, not
+    taken for a renderer that cannot draw."""
+    first, second, third = (tmp_path / name for name in ("one", "two", "three"))
+    for folder, results in ((first, {"a": "PPF"}), (second, {"a": "PFF"}), (third, {"b": "P"})):
+        write_run(folder, "20260101-000000-a", "openai:gpt-4.1-mini", results)
+    assert plot_folder(first, scrubber=NO_SECRETS).renderer is None
+    kept = render_module._KEPT[sys.executable].proc
+    assert plot_folder(second, scrubber=NO_SECRETS).renderer is None
+    assert render_module._KEPT[sys.executable].proc is kept and kept.poll() is None
+    kept.kill()
+    kept.wait()
+    result = plot_folder(third, scrubber=NO_SECRETS)
+    assert result.renderer is None
+    assert any(path.suffix == ".png" for path in result.written)
+    assert render_module._KEPT[sys.executable].proc is not kept
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="the address-space limit is Linux's")
 def test_the_limit_is_what_kills_the_renderer_here():
     """The premise of this module: V8 cannot start under ADDRESS_SPACE (if a vl-convert
