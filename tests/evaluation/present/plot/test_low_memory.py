@@ -139,7 +139,7 @@ def test_one_renderer_serves_the_next_plots_and_a_dead_one_is_replaced(tmp_path)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the address-space limit is Linux's")
-def test_the_limit_is_what_kills_the_renderer_here():
+def test_the_limit_is_what_kills_the_renderer_here(tmp_path):
     """The premise of this module: V8 cannot start under ADDRESS_SPACE (if a vl-convert
     ever can, the tests above no longer test anything)."""
     probe = subprocess.run(
@@ -149,6 +149,7 @@ def test_the_limit_is_what_kills_the_renderer_here():
             "import vl_convert as v; v.vegalite_to_svg({'mark': 'point'})",
         ],
         preexec_fn=_small_address_space,
+        cwd=tmp_path,  # cores are allowed (see above): the dying V8's lands here
         capture_output=True,
         timeout=60,
         check=False,
