@@ -122,6 +122,15 @@ class TurnView:
         self.status = status
         self.input = input
 
+    def __str__(self) -> str:
+        """A turn printed whole (``{{ turns }}``, ``{{ turns|first }}``) is refused: it
+        would print an object's address, different on every run, instead of a field."""
+        from bat.evaluation.inputs.template_sandbox import TemplateLimit
+
+        raise TemplateLimit("a turn is printed whole: print one of its fields (turns[0].output)")
+
+    __repr__ = __str__
+
 
 def render_turn(template: Any, done: Sequence[Any], budget: Any = None) -> str:
     """The text of a turn from its compiled ``template`` and the turns ``done`` so far
@@ -150,13 +159,22 @@ def render_turn(template: Any, done: Sequence[Any], budget: Any = None) -> str:
         context["prev"] = views[-1]
     context.update({f"turn_{number}": view for number, view in enumerate(views, 1)})
     try:
-        return render(template, context, budget)
+        text = render(template, context, budget)
     except (TemplateError, TemplateLimit) as exc:
         raise RenderError(_one_line(exc)) from None
-    except (ArithmeticError, TypeError, ValueError, LookupError, RecursionError) as exc:
-        raise RenderError(f"{type(exc).__name__}: {_one_line(exc)}") from None
     except MemoryError:  # a limit missed: the episode's failure, not a traceback
         raise RenderError("the template needed more memory than there is") from None
+    except Exception as exc:  # any filter's own failure (truncate's assert, xmlattr's
+        # AttributeError on a text): the template's, so its episode's failure
+        raise RenderError(f"{type(exc).__name__}: {_one_line(exc)}") from None
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # "\ud800" made by the template: no JSON can hold it
+            raise RenderError(
+                "the template made text that is not Unicode (a lone surrogate, \\ud800)"
+            ) from None
+    return text
 
 
 @functools.cache

@@ -38,7 +38,6 @@ of the same agent count agent errors and vacuous passes alike.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from math import inf
@@ -55,7 +54,7 @@ from bat.evaluation.log.episode import (
     Usage,
     Verdict,
 )
-from bat.evaluation.log.files import read_json_object, read_regular
+from bat.evaluation.log.files import read_json_object, read_regular, strict_loads
 from bat.evaluation.log.outcome import from_final_status, outcome_from
 from bat.evaluation.log.summary import (
     EpisodeRow,
@@ -84,7 +83,7 @@ def is_model_folder(folder: Path) -> bool:
     """Whether ``folder`` holds bat-cli 2026.10 files (summary.json lists ``attempts``
     and has no ``schema``)."""
     try:
-        data = json.loads(read_regular(Path(folder) / SUMMARY_FILE).decode("utf-8"))
+        data = strict_loads(read_regular(Path(folder) / SUMMARY_FILE).decode("utf-8"))
     except (OSError, ValueError, InputError):
         return False  # not bat-cli's; bat's own reader names any problem with the file
     # bat's own summary.json has bat-cli's ``attempts`` too, and a ``schema`` key
@@ -227,7 +226,7 @@ def _episode_facts(folder: Path) -> _EpisodeFacts:
     facts = _EpisodeFacts(outputs={})
     for path in layout.episode_files(folder):
         try:
-            data = json.loads(read_regular(path).decode("utf-8"))
+            data = strict_loads(read_regular(path).decode("utf-8"))
         except (OSError, ValueError, InputError):
             continue  # the report shows what it can of such a file; the rows stand alone
         if not isinstance(data, dict):

@@ -48,8 +48,13 @@ def read_json_object(path: Path) -> dict[str, Any]:
 
 
 def strict_loads(text: str) -> Any:
-    """``json.loads`` of strict JSON: a ValueError for ``NaN``, ``Infinity``, ``1e999``."""
-    return json.loads(text, parse_constant=_not_a_number, parse_float=finite_float)
+    """``json.loads`` of strict JSON: a ValueError for ``NaN``, ``Infinity``, ``1e999``,
+    and for nesting deeper than the decoder goes (its RecursionError, which every caller
+    would otherwise have to know of: ``[`` × 100,000 in a run.json)."""
+    try:
+        return json.loads(text, parse_constant=_not_a_number, parse_float=finite_float)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def _not_a_number(word: str) -> float:

@@ -19,7 +19,6 @@ on, while anything else answering on the port is refused.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shlex
 import signal
@@ -31,7 +30,7 @@ from pathlib import Path
 
 from bat.atomic import json_text, write_text_atomic
 from bat.errors import BatError, InputError, OperationError
-from bat.evaluation.log.files import read_regular
+from bat.evaluation.log.files import read_regular, strict_loads
 from bat.evaluation.run import agent_watchdog
 from bat.evaluation.run.agent_card import CARD_PATHS, card_answers
 from bat.evaluation.run.agent_watchdog import MARK, marked_groups, stop_group
@@ -287,7 +286,7 @@ def stop_stale(record: Path, grace_s: float) -> int | None:
     agent carries in its environment: the processes marked so are that bat's alone.
     """
     try:
-        known = json.loads(read_regular(record).decode("utf-8"))  # a FIFO: never opened
+        known = strict_loads(read_regular(record).decode("utf-8"))  # a FIFO: never opened
     except (OSError, ValueError, InputError):
         return None
     if not isinstance(known, dict):

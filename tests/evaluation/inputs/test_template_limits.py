@@ -411,3 +411,23 @@ def test_a_run_records_a_limit_as_the_template_failure_of_that_episode(tmp_path,
     )
     assert [t["input"] for t in found["loops"]["trace"]["turns"]] == ["hello"]
     assert found["fine"]["verdict"]["passed"]
+
+
+# -- what an outside probe found (each a traceback or a wrong text before) --------------
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ("{{ prev.output|truncate(1) }}", "AssertionError"),  # Jinja's own assert
+        ("{{ prev.output|truncate(5, leeway=-100) }}", "AssertionError"),
+        ("{{ prev.output|dictsort }}", "AttributeError"),
+        ("{{ prev.output|xmlattr }}", "AttributeError"),
+        ('{{ "\\ud800" }}', "lone surrogate"),  # no JSON writer can hold it
+        ("{{ turns }}", "a turn is printed whole"),  # an object's address otherwise
+        ("{{ turns|first }}", "a turn is printed whole"),
+        ("{{ turns|join(',') }}", "a turn is printed whole"),
+    ],
+)
+def test_a_filter_or_a_value_that_fails_is_the_template_failure_of_its_turn(source, said):
+    assert said in refused_at_render(source)

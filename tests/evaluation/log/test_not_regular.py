@@ -172,3 +172,26 @@ def test_read_run_words_a_bad_shard_as_one_line(tmp_path_factory, shard):
         rundir.read_run(folder)
     except InputError as error:
         assert "\n" not in error.message and "run.json" in error.message
+
+
+# -- deep JSON: the decoder's RecursionError is the file's problem, named -----------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_deeply_nested_run_files_are_named_not_a_recursion_error(run_dir, tmp_path):
+    """An outside probe found ``[`` × 100,000 in run.json, summary.json, card.json or the
+    agent's process record to be a RecursionError traceback in every reader (and a 500
+    of the viewer's index); now each is the file's one-line problem or skipped."""
+    from bat.evaluation.log import batcli
+    from bat.evaluation.run.agent_process import stop_stale
+
+    (run_dir / "run.json").write_text(DEEP)
+    with pytest.raises(InputError, match="nested too deeply") as caught:
+        rundir.read_run(run_dir)
+    assert str(run_dir / "run.json") in caught.value.message
+    (run_dir / "m" / "summary.json").write_text(DEEP)
+    assert batcli.is_model_folder(run_dir / "m") is False
+    record = tmp_path / "agent-m.process.json"
+    record.write_text(DEEP)
+    assert stop_stale(record, 0.1) is None
