@@ -342,7 +342,20 @@ def main() -> None:
     with run.json still saying ``running``.
     """
     signal.signal(signal.SIGTERM, _terminated)
+    _closed_streams_to_devnull()
     BatProgram().run()
+
+
+def _closed_streams_to_devnull() -> None:
+    """``bat version >&-``: Python starts with ``sys.stdout`` None when descriptor 1 is
+    closed, and every write or flush of it raises. What would go there goes nowhere, as
+    the user asked; opening the null device takes the lowest free descriptor, the closed
+    one, so a file bat opens later (or a child's output) cannot land on it."""
+    for name, fd in (("stdin", 0), ("stdout", 1), ("stderr", 2)):
+        if getattr(sys, name) is None:
+            with contextlib.suppress(OSError):
+                stream = open(os.devnull, "r" if fd == 0 else "w")  # noqa: SIM115 (lives on)
+                setattr(sys, name, stream)
 
 
 def _terminated(signum, frame) -> None:

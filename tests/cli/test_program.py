@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -314,3 +315,24 @@ def test_ctrl_c_inside_the_last_flush_is_130_and_one_line():
     assert "Traceback" not in err
     assert err.strip().splitlines() == [error_line(INTERRUPTED)]
     assert 0 < len(out) <= 1_000_000
+
+
+@pytest.mark.parametrize("args", [("version",), ("eval.gate", "--run", "nothing")])
+def test_a_closed_standard_output_is_no_traceback(tmp_path, args):
+    """``bat version >&-``: Python gives bat no ``sys.stdout`` at all; an outside probe
+    found the last flush raising AttributeError. Now the output goes nowhere, as asked,
+    and the exit status is the command's own."""
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("bat")), *args],
+        cwd=tmp_path,
+        preexec_fn=lambda: os.close(1),
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    if args == ("version",):
+        assert (proc.returncode, proc.stderr) == (0, "")
+    else:
+        assert proc.returncode == 2 and proc.stderr.startswith("bat: error: ")
