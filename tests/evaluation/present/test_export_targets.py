@@ -534,9 +534,32 @@ def test_a_step_summary_fifo_nobody_reads_fails_at_once(made, tmp_path):
         env={"HOME": str(home), "GITHUB_STEP_SUMMARY": str(fifo)},
         timeout=20,
     )
-    assert result.code == 1, (result.out, result.err)
-    assert result.err.startswith(f"bat: error: {fifo}: ") and len(result.err.splitlines()) == 1
+    assert result.code == 2, (result.out, result.err)
+    assert result.err.startswith(f"bat: error: $GITHUB_STEP_SUMMARY: {fifo} is a FIFO")
+    assert len(result.err.splitlines()) == 1
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+@pytest.mark.parametrize("where", ["eval/eval.yaml", ".env", "RUN/run.json"])
+def test_a_step_summary_at_an_input_or_in_a_run_is_refused_unchanged(copied, tmp_path, where):
+    """An outside probe pointed ``$GITHUB_STEP_SUMMARY`` at eval.yaml and at run.json: the
+    Markdown was appended to them and neither could be read again. The step summary is
+    now checked like a ``--to`` target, before anything is written."""
+    project, run_dir, home = copied
+    summary = run_dir / "run.json" if where.startswith("RUN") else project / where
+    before = summary.read_bytes()
+    result = run_bat(
+        "eval.export",
+        "--to",
+        f"markdown:{tmp_path / 's.md'}",
+        cwd=project,
+        env={"HOME": str(home), "GITHUB_STEP_SUMMARY": str(summary)},
+        timeout=20,
+    )
+    assert result.code == 2, (result.out, result.err)
+    assert result.err.startswith("bat: error: $GITHUB_STEP_SUMMARY: ")
+    assert len(result.err.splitlines()) == 1
+    assert summary.read_bytes() == before and not (tmp_path / "s.md").exists()
 
 
 def test_dot_slash_dash_is_a_file_named_dash(copied):

@@ -155,6 +155,12 @@ def check_targets(
         if real in seen:
             raise InputError(f"{label}: {seen[real].label} writes that file already")
         seen[real] = target
+    summary = os.environ.get(STEP_SUMMARY_VARIABLE, "").strip()
+    if summary and any(target.name == "markdown" for target in parsed):
+        # Appended to, not replaced, but a step summary pointed at eval.yaml or a run's
+        # run.json would damage it all the same: the same places are refused.
+        label = f"${STEP_SUMMARY_VARIABLE}"
+        check_target(label, Path(summary), run_dir=run_dir, inputs=inputs)
     return chosen
 
 
