@@ -22,6 +22,7 @@ import contextlib
 import os
 import shlex
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -141,7 +142,7 @@ class AgentProcess(StartedAgent):
         """The agent's process, in a group of its own, its output in the log, marked."""
         # The agent prints what it likes (its settings, a key in a stack trace): 0600.
         # O_NOFOLLOW: a link planted in the run folder does not lead the log elsewhere.
-        fd = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        fd = _open_log(self.log)
         with os.fdopen(fd, "ab") as out:
             try:
                 return subprocess.Popen(
@@ -306,6 +307,25 @@ def stop_stale(record: Path, grace_s: float) -> int | None:
     with contextlib.suppress(FileNotFoundError):
         record.unlink()
     return stopped
+
+
+def _open_log(log: Path) -> int:
+    """The agent's log opened for appending: a regular file only. Without blocking, then
+    checked: a FIFO put in its place (a resumed run's folder) would block the open until a
+    reader came, a device would take the agent's output anywhere."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        fd = os.open(log, flags, 0o600)
+    except OSError as exc:
+        raise InputError(
+            f"cannot write the agent's log {log}: {exc.strerror or exc} "
+            "(it must be a regular file; remove what is there)"
+        ) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(f"the agent's log {log} is not a regular file; remove it")
+    os.set_blocking(fd, True)
+    return fd
 
 
 def tail(log: Path, lines: int = 15) -> list[str]:

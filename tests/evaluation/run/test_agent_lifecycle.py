@@ -376,3 +376,23 @@ def test_ctrl_c_while_the_event_loop_is_made_is_one_line(tmp_path, home):
         assert err.count("bat: error:") == 1 and len(err.strip().splitlines()) == 1, err
     finally:
         no_agent_survives(mark, proc)
+
+
+def test_the_agents_log_is_a_regular_file_or_one_error(tmp_path):
+    """An outside probe put a FIFO where a resumed run's agent log goes: bat blocked in
+    the open until killed. A FIFO, a link and a device are refused at once."""
+    from bat.errors import InputError
+    from bat.evaluation.run.agent_process import _open_log
+
+    fifo = tmp_path / "agent-m.log"
+    os.mkfifo(fifo)
+    link = tmp_path / "agent-l.log"
+    link.symlink_to("/dev/null")
+    for path, said in ((fifo, "regular file"), (link, "regular file")):
+        started = time.monotonic()
+        with pytest.raises(InputError, match=said) as caught:
+            _open_log(path)
+        assert time.monotonic() - started < 1 and str(path) in caught.value.message
+    regular = tmp_path / "agent-r.log"
+    os.close(_open_log(regular))
+    assert regular.is_file() and oct(regular.stat().st_mode & 0o777) == "0o600"
