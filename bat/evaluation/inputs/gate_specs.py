@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bat.evaluation.log.episode import AGENT_ERROR_KINDS
+from bat.numbers import whole_number
 
 OPERATORS = (">=", "<=", "==", ">", "<")
 LATENCY = {"p50": "median", "median": "median", "p90": "p90", "p99": "p99"}
@@ -37,7 +38,10 @@ _EXPRESSION = re.compile(
     r"(?P<number>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(?P<percent>%?)\s*",
     re.ASCII,
 )
-_PASS_K = re.compile(r"pass(?:_at_|@)(?P<k>\d+|k)|pass(?:_hat_|\^)(?P<hat>\d+|k)")
+MOST_ATTEMPTS = 1000  # eval.yaml's k is 1 to 1000: pass@K asks of at most as many
+_PASS_K = re.compile(
+    r"pass(?:_at_|@)(?P<k>[0-9]+|k)|pass(?:_hat_|\^)(?P<hat>[0-9]+|k)", re.ASCII
+)
 
 
 @dataclass(frozen=True)
@@ -70,9 +74,13 @@ def parse_figure(text: str) -> Figure:
         return Figure("infra_failures")
     match = _PASS_K.fullmatch(text)
     if match:
-        if match["k"] is not None:
-            return Figure("pass_at", match["k"], rate=True, highest=1)
-        return Figure("pass_hat", match["hat"], rate=True, highest=1)
+        kind, k = ("pass_at", match["k"]) if match["k"] is not None else ("pass_hat", match["hat"])
+        if k != "k":
+            try:  # attempts of a task: from 1, as eval.yaml's k
+                k = str(whole_number(k, lowest=1, highest=MOST_ATTEMPTS))
+            except ValueError as exc:
+                raise ValueError(f"{text}: K (attempts of a task): {exc}") from None
+        return Figure(kind, k, rate=True, highest=1)
     head, _, tail = text.partition(".")
     if head == "judge" and tail:
         return Figure("judge", tail, highest=1)  # a judge scores from 0 to 1

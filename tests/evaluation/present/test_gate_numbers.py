@@ -283,6 +283,11 @@ def test_the_json_writer_refuses_nan_and_writes_nothing(tmp_path):
         ("judge.accuracy >= 7", "judge.accuracy is a score from 0 to 1, not 7"),
         ("pass_rate >= \u0669\u0660%", "is not a gate"),  # Arabic-Indic 90: float() reads it
         ("pass_rate >= 0." + "9" * 300, "a gate of 315 characters"),
+        # K of pass@K: attempts of a task, 1 to eval.yaml's most (an outside probe's
+        # pass_at_0 failed at gate time: "needs 0 judged attempts of a task")
+        ("pass_at_0 >= 0.5", "K (attempts of a task): expected a whole number from 1 to 1000"),
+        ("pass^1001 >= 0.5", "got 1001"),
+        ("pass_at_" + "9" * 30 + " >= 0.5", "got a number of 30 digits"),
     ],
 )
 def test_a_gate_flag_outside_its_figure_is_refused_naming_it(two_runs, gate, message):
