@@ -39,9 +39,7 @@ _EXPRESSION = re.compile(
     re.ASCII,
 )
 MOST_ATTEMPTS = 1000  # eval.yaml's k is 1 to 1000: pass@K asks of at most as many
-_PASS_K = re.compile(
-    r"pass(?:_at_|@)(?P<k>[0-9]+|k)|pass(?:_hat_|\^)(?P<hat>[0-9]+|k)", re.ASCII
-)
+_PASS_K = re.compile(r"pass(?:_at_|@)(?P<k>[0-9]+|k)|pass(?:_hat_|\^)(?P<hat>[0-9]+|k)", re.ASCII)
 
 
 @dataclass(frozen=True)
