@@ -81,14 +81,21 @@ def run_evaluation(
         swept = remove_temporaries(run_dir)
         if swept:
             say(f"removed {counted(swept, 'temporary file')} a stopped bat left in {run_dir.name}")
-        recorded = Selection.from_record(rundir.read_run(run_dir).selection)
+        before = rundir.read_run(run_dir)
+        if before.k != evaluation.k:  # its summaries' pass@k and pass^k are of that k
+            raise UsageError(
+                f"{run_dir.name} runs k={before.k} attempts of each task and eval.yaml now "
+                f"says k: {evaluation.k}; --resume finishes the run as it began (set k: "
+                f"{before.k} again), or start a new run"
+            )
+        recorded = Selection.from_record(before.selection)
         if not selection.empty and selection != recorded:
             raise UsageError(
                 f"{run_dir.name} ran {recorded.flags()}; --resume runs that selection "
                 f"again (leave out {selection.flags()})"
             )
         checked.dataset = recorded.apply(checked.dataset)
-        was = Shard.from_record(rundir.read_run(run_dir).shard)
+        was = Shard.from_record(before.shard)
         if shard is not None and shard != was:
             raise UsageError(
                 f"{run_dir.name} holds {'slice ' + str(was) if was else 'every episode'}; "

@@ -243,6 +243,22 @@ def test_resume_of_a_complete_run_runs_nothing(tmp_path, bat, home):
     assert again.code == 0 and "already there" in again.out
 
 
+def test_resume_with_another_k_is_refused_before_anything_runs(tmp_path, bat, home):
+    """An outside probe changed k from 3 to 5 and resumed: try4 and try5 were added while
+    run.json and the summaries said k=3, so pass@3 was computed from 5 attempts."""
+    project = make_project(tmp_path, [{"id": "a", "turns": ["x"], "expected": {}}], k=1)
+    assert bat("eval.run", cwd=project).code == 0
+    (run_dir,) = run_dirs(project)
+    before = (run_dir / "run.json").read_bytes()
+    config = project / "eval" / "eval.yaml"
+    config.write_text(config.read_text().replace("k: 1", "k: 2"))
+    again = bat("eval.run", "--resume", cwd=project)
+    assert again.code == 2, again.err
+    assert again.err.strip().splitlines()[-1].startswith(f"bat: error: {run_dir.name} runs k=1")
+    assert (run_dir / "run.json").read_bytes() == before
+    assert not list(run_dir.glob("*/episodes/a__try2.json"))
+
+
 def test_models_each_start_the_agent_with_their_settings(tmp_path, bat, home):
     tasks = [
         {
