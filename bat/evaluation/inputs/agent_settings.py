@@ -214,6 +214,8 @@ def _endpoint(endpoint: dict[str, Any]) -> tuple[str | None, int | None, str | N
         else:
             port = urlsplit(whole).port
     value = endpoint.get("port")
+    if isinstance(value, str) and value.strip() == "${PORT}":
+        value = None  # PORT unset here: bat sets it when it starts the agent (the scaffold's way)
     if value is not None:
         try:
             port = port_number(value)

@@ -473,3 +473,14 @@ def test_the_port_set_for_the_agent_in_eval_yaml_comes_before_dotenv(tmp_path, b
     data = show_json(bat, root)
     assert data["agent"]["url"] == "http://127.0.0.1:9461"
     assert data["agent"]["url_from"].endswith("eval.yaml: evaluation.agent.env: PORT")
+
+
+def test_a_port_left_to_bat_is_no_problem_of_the_agents_config(tmp_path):
+    """The scaffold's (and the demo's) ``port: ${PORT}`` with PORT unset: bat sets PORT
+    when it starts the agent, so it is no error (an outside probe found ``bat doctor``
+    failing the demo on it); a word there still is one."""
+    agent_root(tmp_path, config="endpoint: {port: '${PORT}'}", dotenv=None)
+    settings = AgentSettings.read(tmp_path, {})
+    assert settings.endpoint_problem is None and settings.endpoint_port is None
+    agent_root(tmp_path, config="endpoint: {port: '${OTHER}'}", dotenv=None)
+    assert "is not a port number" in AgentSettings.read(tmp_path, {}).endpoint_problem
