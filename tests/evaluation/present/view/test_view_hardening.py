@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
@@ -367,7 +368,10 @@ def test_a_search_reads_the_answers_from_the_files(tmp_path):
         assert "1 episode match" not in tc.get(f"/runs/{RUN}?q=needle").text
         item = episode("task-00001", 2, True, output="a needle in the answer")
         store.write_episode(run_dir / MODEL, "task-00001", item, scrubber=NO_SECRETS)
-        page = tc.get(f"/runs/{RUN}?q=needle").text
+        deadline = time.monotonic() + 10  # the watch looks at the folder every 0.5 s
+        while "1 episode match" not in (page := tc.get(f"/runs/{RUN}?q=needle").text):
+            assert time.monotonic() < deadline, "the rewritten episode was never found"
+            time.sleep(0.1)
     assert "1 episode match" in page and "a needle in the answer" in page
 
 
