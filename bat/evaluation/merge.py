@@ -15,7 +15,8 @@ nothing is written.
 
 What the shards hold is checked against that plan too, before anything is written: every
 episode file is one the plan gives its shard's slice (a task outside the dataset, an
-attempt beyond k, an episode of another slice is refused), and every planned episode is
+attempt beyond k, an episode of another slice is refused) and reads as an episode (one
+that does not, garbage or truncated, is refused, naming it), and every planned episode is
 there, once. A run with episodes missing is refused, naming a few and counting the rest,
 unless ``--partial`` asks for it: run.json then says ``partial`` and lists them
 (``missing_episodes``), so the gates call its numbers incomplete (exit 3). Files in a
@@ -41,7 +42,7 @@ from bat.errors import InputError
 from bat.evaluation.inputs.dataset import file_stem
 from bat.evaluation.inputs.shards import Shard
 from bat.evaluation.log import card as cards
-from bat.evaluation.log import layout
+from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.files import not_regular, read_regular
 from bat.evaluation.log.run import ModelEntry, RunRecord
@@ -270,9 +271,9 @@ def _merged_model(index: int, parts: list[Part]) -> ModelEntry:
 
 def planned(parts: list[Part], warn: Callable[[str], None]) -> Plan:
     """The episode files of the shards, checked against the run's plan (see the module):
-    each one the plan gives its shard's slice, else an InputError naming it; and the
-    planned episodes missing (none of a model that could not be evaluated in a shard: the
-    run says so already)."""
+    each one the plan gives its shard's slice and readable as an episode, else an
+    InputError naming it; and the planned episodes missing (none of a model that could
+    not be evaluated in a shard: the run says so already)."""
     first = parts[0].record
     stems = [file_stem(task) for task in first.tasks]
     count, k = len(stems), first.k
@@ -304,7 +305,8 @@ def planned(parts: list[Part], warn: Callable[[str], None]) -> Plan:
                         f"{part.run_dir.name}/{relative} is not of slice {part.shard}, the "
                         "slice that shard ran: the shards' files were mixed up"
                     )
-                found.add(path.name)
+                store.read_episode(path)  # read before anything is written: one unreadable
+                found.add(path.name)  # stops the merge, with nothing left behind
                 plan.copies.append((path, relative))
             if entry.status == "failed":
                 continue

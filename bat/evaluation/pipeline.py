@@ -102,6 +102,8 @@ def run_evaluation(
                 f"--resume runs it again (leave out --shard {shard})"
             )
         shard = was
+        for model_dir in rundir.model_dirs(run_dir):  # an unreadable episode: run.json as it was
+            store.check_episodes(model_dir, ctx.infra)
         earlier = rundir.update_run(
             run_dir, scrubber=scrubber, status="running", resumed_at=rundir.now_iso()
         )

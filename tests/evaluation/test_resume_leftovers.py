@@ -9,12 +9,14 @@ and its rename never happens, as when bat is killed mid-write.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -116,3 +118,38 @@ def test_names_bat_does_not_give_its_temporaries_are_left_alone(name):
 
     assert not _TEMPORARY.fullmatch(name.lstrip("."))
     assert not _TEMPORARY.fullmatch(f".{name.replace('.', '')}.tmp")
+
+
+# -- an episode that does not read: refused before the agent starts ---------------------------
+
+
+@pytest.mark.parametrize("damage", ["garbage", "fifo", "large"])
+def test_resume_refuses_an_unreadable_episode_before_the_agent_starts(tmp_path, bat, home, damage):
+    """Exit 2 is "found before anything ran": an episode of the run that is not one is one
+    error naming it, and run.json (still "interrupted") and the agent's log are untouched."""
+    project = make_project(tmp_path, tasks(3))
+    first = bat("eval.run", cwd=project)
+    assert first.code == 0, first.out + first.err
+    run_dir = run_dirs(project)[0]
+    folder = run_dir / MODEL / "episodes"
+    (folder / "t2__try1.json").unlink()  # something for the resume to do
+    record = json.loads((run_dir / "run.json").read_text())
+    record["status"] = "interrupted"
+    (run_dir / "run.json").write_text(json.dumps(record))
+    bad = folder / "t0__try1.json"
+    bad.unlink()
+    if damage == "garbage":
+        bad.write_text("garbage\n")
+    elif damage == "fifo":
+        os.mkfifo(bad)
+    else:
+        bad.write_text(json.dumps({"padding": "x" * 5_000_000}))
+    before = {p: p.read_bytes() for p in run_dir.glob("*") if p.is_file()}
+
+    again = bat("eval.run", "--resume", cwd=project, timeout=60)
+    assert again.code == 2, again.out + again.err
+    lines = again.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bat: error: "), again.err
+    assert str(bad) in lines[0] or f"episodes/{bad.name}" in lines[0], lines[0]
+    assert {p: p.read_bytes() for p in run_dir.glob("*") if p.is_file()} == before
+    assert not (folder / "t2__try1.json").exists()  # nothing ran

@@ -202,10 +202,24 @@ def infra_key(path: Path, episode: EpisodeResult) -> tuple[str, int] | None:
     return None
 
 
+def check_episodes(model_dir: Path, cache: InfraCache | None = None) -> None:
+    """Every episode file of a model folder read, before ``--resume`` starts the agent: the
+    first one that is not an episode (garbage, a FIFO) is an InputError naming it. What
+    the pass counted is put in ``cache``, as :func:`infra_failures` does."""
+    now = fingerprint(model_dir)  # taken first: a file changed meanwhile shows
+    found = set()
+    for path, episode in episodes(model_dir):
+        key = infra_key(path, episode)
+        if key is not None:
+            found.add(key)
+    if cache is not None:
+        cache[model_dir.resolve()] = (now, found)
+
+
 def infra_failures(model_dir: Path, cache: InfraCache | None = None) -> set[tuple[str, int]]:
     """``(task file stem, attempt)`` of every episode recorded as an infrastructure failure
-    (an unreadable file is not one: ``--resume`` leaves it, the summary names it); taken
-    from ``cache`` while the folder's fingerprint is unchanged, and put there."""
+    (an unreadable file is not one: the summary names it); taken from ``cache`` while the
+    folder's fingerprint is unchanged, and put there."""
     now = fingerprint(model_dir)
     known = None if cache is None else cache.get(model_dir.resolve())
     if known is not None and known[0] == now:

@@ -330,6 +330,27 @@ def test_merge_refuses_an_episode_outside_the_plan(sharded, bat, tmp_path, name,
     refused(result, target, says, f"openai_a/episodes/{name}")
 
 
+@pytest.mark.parametrize("damage", ["garbage", "not an episode", "large"])
+def test_merge_refuses_an_episode_that_does_not_read(sharded, bat, tmp_path, damage):
+    """An episode that is not one (garbage, a JSON that is no episode, a large one) is
+    refused before the merged folder is renamed into place: one error naming it, exit 2,
+    and no folder left behind (nor another on a retry)."""
+    _, _, _, shards = sharded
+    broken = copied(shards[1], tmp_path, "broken")
+    episode = sorted(broken.glob("openai_b/episodes/*.json"))[0]
+    if damage == "garbage":
+        episode.write_text("garbage\n")
+    elif damage == "not an episode":
+        episode.write_text('{"schema": "bat.episode/v1"}')
+    else:
+        episode.write_text(json.dumps({"padding": "x" * 5_000_000}))
+    target = tmp_path / "out"
+    for _ in range(2):
+        result = merge_into(bat, sharded, [shards[0], broken, shards[2]], target)
+        refused(result, target, f"openai_b/episodes/{episode.name}", "not an episode file")
+        assert "Merged" not in result.out
+
+
 def test_merge_refuses_an_episode_of_another_slice(sharded, bat, tmp_path):
     """An episode in the wrong shard (moved there, or doubled) is refused before anything
     is written: not even the output folder is made."""
