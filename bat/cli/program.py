@@ -43,6 +43,18 @@ _CORE_FLAGS = {
     "write-pyc",
 }
 
+# The core flags ``bat --help`` shows, with bat's wording. The others still parse
+# (``--complete`` is what the completion script calls; ``--write-pyc``, ``-D`` and ``-F``
+# are Invoke's) but mean nothing to someone evaluating an agent.
+_SHOWN_FLAGS = (
+    ("-f FILE, --config=FILE", "A settings file (bat.yaml's format) read over every other one."),
+    ("-d, --debug", "Print Invoke's debug log."),
+    ("-h [COMMAND], --help[=COMMAND]", "Show this help, or one command's options, and exit."),
+    ("-l [GROUP], --list[=GROUP]", "List the commands, or those of one group."),
+    ("-V, --version", "Print bat's version and exit."),
+    ("--print-completion-script=SHELL", "Print the tab-completion script (bash, zsh, fish)."),
+)
+
 
 class BatProgram(Program):
     """``bat``: the command tree of ``bat.tasks`` with bat's config files and error handling."""
@@ -199,9 +211,23 @@ class BatProgram(Program):
         print()
         print("Core options:")
         print()
-        self.print_columns(self.initial_context.help_tuples())
+        self.print_columns(list(_SHOWN_FLAGS))
         self.list_tasks()
         print("'bat --help <command>' shows a command's options; docs/ explains each one.")
+
+    def _make_pairs(self, coll: Collection, ancestors: list[str] | None = None) -> list:
+        """Invoke's command list, each with its whole summary (:func:`summary_of`):
+        Invoke shows the first line of a docstring, which cuts a wrapped sentence."""
+        pairs = super()._make_pairs(coll, ancestors)
+        prefix = ".".join(ancestors or [])
+        shown = []
+        for full, text in pairs:
+            name = full.split(" (")[0].strip().lstrip(".")
+            dotted = f"{prefix}.{name}" if prefix and not name.startswith(prefix) else name
+            with contextlib.suppress(KeyError, ValueError):
+                text = summary_of(self.namespace[dotted]) or text
+            shown.append((full, text))
+        return shown
 
     # -- helpers -------------------------------------------------------------------
 
@@ -281,8 +307,7 @@ class BatProgram(Program):
         collection = self.namespace.collections[group]
         rows = []
         for name in sorted(collection.task_names):
-            doc = inspect.getdoc(collection[name]) or ""
-            rows.append((f"{group}.{name}", doc.splitlines()[0] if doc else ""))
+            rows.append((f"{group}.{name}", summary_of(collection[name])))
         print(f"Usage: bat {group}.<command> [--options]  (or: bat {group} <command>)")
         print()
         print(f"Commands of '{group}':")
@@ -290,6 +315,12 @@ class BatProgram(Program):
         self.print_columns(rows)
         print(f"'bat --help {group}.<command>' shows a command's options.")
         raise Exit
+
+
+def summary_of(task: Any) -> str:
+    """A command's summary: the first paragraph of its docstring, on one line."""
+    doc = inspect.getdoc(task) or ""
+    return " ".join(doc.split("\n\n")[0].split())
 
 
 def _parse_message(exc: ParseError) -> str:

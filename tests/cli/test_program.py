@@ -336,3 +336,31 @@ def test_a_closed_standard_output_is_no_traceback(tmp_path, args):
         assert (proc.returncode, proc.stderr) == (0, "")
     else:
         assert proc.returncode == 2 and proc.stderr.startswith("bat: error: ")
+
+
+def test_version_sorts_after_the_bat_cli_releases_users_have():
+    """A calendar version: `pip install -U bat-cli` must not trade bat for bat-cli 2026.10."""
+    from packaging.version import Version
+
+    ours = Version(project_version())
+    assert ours > Version("2026.10") and ours > Version("2026.10.99")
+    year, month, _ = ours.release
+    assert year >= 2026 and 1 <= month <= 12
+
+
+def test_help_shows_whole_summaries_and_only_bat_core_options(bat, home):
+    """Each command's whole first paragraph, not its first line; no Invoke-only flags."""
+    from bat.cli.program import _CORE_FLAGS, _SHOWN_FLAGS, summary_of
+    from bat.tasks import ns
+
+    out = " ".join(bat("--help").out.split())
+    for name in ns.task_names:
+        summary = summary_of(ns[name])
+        assert summary and summary in out, name
+    for hidden in ("--write-pyc", "--complete", "--list-depth", "--list-format", "-D"):
+        assert hidden not in out.replace("--print-completion-script", "")
+    for spelled, _ in _SHOWN_FLAGS:  # every flag shown is one bat really takes
+        long = spelled.split("--")[-1].split("=")[0].split("[")[0]
+        assert long in _CORE_FLAGS, spelled
+    group = " ".join(bat("eval").out.split())
+    assert summary_of(ns["eval.run"]) in group
