@@ -159,6 +159,7 @@ class BatProgram(Program):
                 tasks = ", ".join(self._task_names(group))
                 raise UsageError(f"'{group}' has no command '{following}' (it has: {tasks})")
         self._help_after_task(words)
+        self._leading_word(words)
         self._join_variadic(words)
         self._fill_optional_positionals(words)
         super().parse_tasks()
@@ -267,7 +268,8 @@ class BatProgram(Program):
         words after its first one too, up to a flag or the name of another command.
         """
         task = self._task_of(words)
-        if not getattr(task, "variadic", False):
+        joiner = getattr(task, "variadic", False)
+        if not joiner:
             return
         bare = [i for i, word in enumerate(words[1:], 1) if not word.startswith("-")]
         if not bare:
@@ -277,7 +279,19 @@ class BatProgram(Program):
             if self._is_command(words[end + 1]):
                 break
             end += 1
-        words[first : end + 1] = [",".join(words[first : end + 1])]
+        words[first : end + 1] = [
+            (joiner if isinstance(joiner, str) else ",").join(words[first : end + 1])
+        ]
+
+    def _leading_word(self, words: list[str]) -> None:
+        """``bat eval.run weather`` -> ``bat eval.run --agent=weather`` for a task marked
+        ``leading="agent"``: an optional bare word right after the command (bat-cli's
+        spelling), which Invoke, having no optional positionals, would refuse."""
+        task = self._task_of(words)
+        flag = getattr(task, "leading", None)
+        bare = len(words) > 1 and not words[1].startswith("-")
+        if flag and bare and not self._is_command(words[1]):
+            words[1] = f"--{flag}={words[1]}"
 
     def _fill_optional_positionals(self, words: list[str]) -> None:
         """``bat eval.schema`` -> ``bat eval.schema --name=`` for a task marked

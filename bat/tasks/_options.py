@@ -18,7 +18,8 @@ class BatTask(Task):
     Invoke invents a short flag for every option from its letters, which gives the same
     option different letters in different commands. bat's short flags are exactly the
     ones the command tree documents (``short={"clients": "c"}``). ``variadic`` lets the
-    program read ``bat add.client a b`` as ``bat add.client a,b``.
+    program read ``bat add.client a b`` as ``bat add.client a,b``; a text instead of
+    True is the joiner (``set.config`` joins with a newline, since values hold commas).
 
     A :class:`~bat.errors.BatError` from the task body becomes Invoke's ``Exit`` with
     the error's line and status, so the task fails cleanly under any Invoke program
@@ -28,6 +29,9 @@ class BatTask(Task):
     program gives a left-out one as empty text (``bat eval.schema`` alone is
     ``bat eval.schema --name=``), which the task reads as "not given".
 
+    ``leading`` names the option an optional bare word right after the command fills
+    (``bat eval.run weather`` is ``bat eval.run --agent=weather``).
+
     A ``stage`` is one of the stages chained after ``eval.run``: after ``eval.run
     --dry-run`` it does nothing (checked here, once, for every stage).
     """
@@ -36,9 +40,10 @@ class BatTask(Task):
         self,
         body: Callable,
         short: dict[str, str] | None = None,
-        variadic: bool = False,
+        variadic: bool | str = False,
         optional_positional: bool = False,
         stage: bool = False,
+        leading: str | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("auto_shortflags", False)
@@ -47,6 +52,7 @@ class BatTask(Task):
         self.variadic = variadic
         self.optional_positional = optional_positional
         self.stage = stage
+        self.leading = leading
         self._whole_help = dict(self.help)
 
     def get_arguments(self, ignore_unknown_help: bool | None = None) -> list[Any]:

@@ -170,7 +170,10 @@ def show(c: Context, json: bool = False) -> None:
 @command(
     optional=["resume", "image"],
     iterable=["task", "tag", "exclude_tag", "gate", "export"],
+    leading="agent",  # `bat eval run weather`, bat-cli's spelling
     help={
+        "agent": "AGENT (or a bare word after the command): evaluate the agent in the "
+        "folder of that name (./AGENT, agents/AGENT, or below) of a blueprint repository.",
         "resume": "Run only the episodes missing from RUN (default: the latest run).",
         "retry_infra": "Also run again the episodes that failed for infrastructure reasons "
         "(of RUN, or of the latest run); earlier records are kept in <model>/retried/.",
@@ -212,6 +215,7 @@ def run(
     view_port: str | None = None,
     shard: str | None = None,
     image: str | bool | None = None,
+    agent: str | None = None,
 ) -> None:
     """Run the dataset k times per model against the live agent, then judge, summarize, gate.
 
@@ -227,6 +231,8 @@ def run(
     from bat.evaluation.pipeline import run_evaluation
     from bat.evaluation.present.export import check_targets
 
+    if agent:
+        _enter_agent(c, agent)
     if isinstance(resume, str) and resume:
         _check_run(resume, "--resume")
     if baseline:
@@ -275,6 +281,25 @@ def run(
     ctx.run_dir = report.run_dir
     ctx.untrusted = report.untrusted
     ctx.chained = True
+
+
+def _enter_agent(c: Context, name: str) -> None:
+    """``bat eval run AGENT``: work from the agent's folder for the rest of this command
+    line, as ``cd FOLDER && bat eval.run`` would (the chained stages too)."""
+    import os
+    from pathlib import Path
+
+    from bat.errors import UsageError
+    from bat.evaluation.inputs.blueprint import agent_folder
+    from bat.tasks._chain import chain_of
+
+    state = chain_of(c.config)
+    if state is not None and state.evaluation is not None:
+        raise UsageError("AGENT must come with the first evaluation command of the line")
+    eval_file = setting(c, None, "eval.file", DEFAULTS["file"])
+    folder = agent_folder(name, Path.cwd(), eval_file)
+    print(f"Agent {name}: {folder}")
+    os.chdir(folder)
 
 
 def _built_image(c: Context) -> str:

@@ -23,6 +23,10 @@ from bat.tasks._options import command, setting
         "nvidia or ollama (default openai).",
         "tools": "A graph whose model can call tools: an `add` tool and an `ask_user` step "
         "that pauses for the user's answer (input-required).",
+        "privacy": "telemetry.privacy in config.yaml: none (default), content, names or full.",
+        "reasoning-effort": "model.reasoning_effort in config.yaml (e.g. low; the provider's "
+        "words).",
+        "service-tier": "model.service_tier in config.yaml (e.g. flex; the provider's words).",
     },
 )
 def agent(
@@ -35,16 +39,24 @@ def agent(
     model: str | None = None,
     model_provider: str | None = None,
     tools: bool = False,
+    privacy: str | None = None,
+    reasoning_effort: str | None = None,
+    service_tier: str | None = None,
 ) -> None:
     """Create a complete BAT-ADK agent project NAME (agent card, config, src/, Docker files)."""
     from bat.scaffold.agent import AgentRequest, create_agent
+    from bat.scaffold.config_yaml import model_settings, write_settings
 
+    # BAT-ADK's ModelConfig and telemetry settings, checked before anything is written.
+    settings = model_settings(privacy, reasoning_effort, service_tier)
     keys = ("output_dir", "clients", "port", "model", "model_provider")
     flags = dict(zip(keys, (output_dir, clients, port, model, model_provider), strict=True))
     # A flag wins; without one, an existing agent's .env, then the configuration.
     config = {key: setting(c, None, f"init.agent.{key}", None) for key in keys}
     request = AgentRequest.build(name, flags=flags, config=config, force=force, tools=tools)
     created = create_agent(request)
+    if settings:
+        write_settings(created.target / "config.yaml", settings)
     verb = "Updated" if created.existed else "Created"
     from bat.figures import counted
 
@@ -52,6 +64,8 @@ def agent(
     print(f"{verb} agent '{request.name.raw}' in {created.target}/ ({written} written):")
     for relative in created.files:
         print(f"  {relative}")
+    for chosen in settings:
+        print(f"Set {chosen.key}={chosen.value} in config.yaml")
     if created.kept:
         print(f"Kept as they were ({counted(len(created.kept), 'file')}):")
         for relative in created.kept:

@@ -124,6 +124,23 @@ def test_eval_run_against_a_real_bat_adk_agent(tmp_path, bat, home):
     assert (agent / "config.yaml").read_bytes() == config_before
     assert not (agent / "spans.jsonl").exists()
 
+    # bat set.config writes where bat-adk's own AgentConfig reads (its ModelConfig fields).
+    changed = bat(
+        "set.config", "model.reasoning_effort=low", "model.service_tier=flex",
+        "telemetry.privacy=content", cwd=agent,
+    )  # fmt: skip
+    assert changed.code == 0, changed.err
+    read_back = subprocess.run(
+        [str(agent / ".venv" / "bin" / "python"), "-c",
+         "from bat.agent.config import AgentConfig; c = AgentConfig.load('config.yaml'); "
+         "print(c.model.reasoning_effort, c.model.service_tier, c.telemetry.privacy)"],
+        cwd=agent, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert read_back.returncode == 0, read_back.stderr
+    assert read_back.stdout.split()[:2] == ["low", "flex"]
+    privacy = read_back.stdout.split()[2].lower()  # bat-adk's ladder: content is level 1
+    assert privacy == "1" or "content" in privacy, privacy
+
 
 # What a model would answer the sample tasks; the rest echo, as the server does.
 def test_the_sample_evaluation_passes_against_a_fresh_scaffold(tmp_path, bat, home):
