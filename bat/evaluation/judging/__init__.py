@@ -5,7 +5,10 @@
 (concurrently, ``judge.concurrency`` requests at a time per judge), and written back
 atomically with its ``scores`` filled in (format: ``scores.py``). A judgement that fails
 marks that episode's scores as errored, with the reason, and the run goes on: one flaky
-request must not cost the scores of the other episodes.
+request must not cost the scores of the other episodes. Judges judge answers: an
+infrastructure failure, and an agent error that failed its episode, are not sent
+(``EpisodeOutcome.not_judged_because``); their scores say why, and the statistics leave
+them out of every judge mean.
 
 Modules: ``rubrics`` (the versioned rubrics and the prompt, within a budget), ``client``
 (the HTTP protocols, retries, the API key), ``parse`` (reading a judge's reply),
@@ -36,10 +39,16 @@ from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import EpisodeResult
 from bat.evaluation.log.outcome import episode_outcome
-from bat.evaluation.log.scores import NOT_JUDGED_INFRA, JudgeScores, not_judged
+from bat.evaluation.log.scores import (
+    NOT_JUDGED_AGENT_ERROR,
+    NOT_JUDGED_INFRA,
+    JudgeScores,
+    not_judged,
+)
 
 __all__ = [
     "CACHE_DIR",
+    "NOT_JUDGED_AGENT_ERROR",
     "NOT_JUDGED_INFRA",
     "RUBRIC_VERSION",
     "JudgeError",
@@ -55,10 +64,11 @@ class JudgeSummary:
     """What a :func:`judge_run` did, in counts of episodes (and of HTTP requests)."""
 
     episodes: int = 0  # episode files found
-    judged: int = 0  # sent to the judges (every episode without an infrastructure failure)
+    judged: int = 0  # sent to the judges (every episode with an answer to judge)
     cached: int = 0  # of those, judged by every judge without an HTTP call
     errors: int = 0  # of those, every judge failed: scores.error is set
     skipped: int = 0  # infrastructure failures: not sent, scores.error says so
+    skipped_agent_errors: int = 0  # failed with an agent error: not sent, scores.error says so
     judge_failures: int = 0  # (episode, judge) judgements that failed, errors included
     unreadable: int = 0  # episode files that could not be read (left untouched)
     requests_made: int = 0  # HTTP requests sent, retries included
@@ -71,6 +81,8 @@ class JudgeSummary:
             parts.append(f"{self.judge_failures} failed judgements")
         if self.skipped:
             parts.append(f"{self.skipped} not judged: infrastructure failure")
+        if self.skipped_agent_errors:
+            parts.append(f"{self.skipped_agent_errors} not judged: agent error")
         if self.unreadable:
             parts.append(f"{self.unreadable} unreadable episode files")
         parts.append(f"{self.requests_made} requests")
@@ -127,15 +139,18 @@ def judge_run(
         ThreadPoolExecutor(max_workers=spec.concurrency, thread_name_prefix=f"bat-judge-{n}")
         for n, spec in enumerate(judges)
     ]
-    counts = {"judged": 0, "cached": 0, "errors": 0, "skipped": 0, "judge_failures": 0}
+    counts = dict.fromkeys(
+        ("judged", "cached", "errors", "skipped", "skipped_agent_errors", "judge_failures"), 0
+    )
     errored: dict[int, str] = {}  # episode index -> its error, to name the first one
     outcomes: dict[int, dict[str, Outcome]] = {}
     pending: dict[Future[Outcome], tuple[int, str]] = {}
     try:
         for index, (path, episode) in enumerate(loaded):
-            if episode_outcome(episode).word == "infra":
-                counts["skipped"] += 1
-                _save(path, episode, not_judged(), scrubber)
+            reason = episode_outcome(episode).not_judged_because
+            if reason is not None:
+                counts["skipped" if reason == NOT_JUDGED_INFRA else "skipped_agent_errors"] += 1
+                _save(path, episode, not_judged(reason), scrubber)
                 continue
             outcomes[index] = {}
             task = tasks.get(episode.task_id)
