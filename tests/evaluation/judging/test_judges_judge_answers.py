@@ -80,3 +80,46 @@ def test_errored_episodes_are_not_judged_and_lift_no_mean(tmp_path, bat, home):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_a_scripted_judge_is_served_by_bat_and_cached_by_its_script(tmp_path, bat, home):
+    """``judge: script:`` as a model's: no judge server to start, no port to choose."""
+    project = make_project(tmp_path / "p", TASKS[:2], k=1)
+    (project / "eval" / "judge.yaml").write_text(yaml.safe_dump(RULES))
+    config = yaml.safe_load((project / "eval/eval.yaml").read_text())
+    config["evaluation"]["qualitative"] = True
+    config["judge"] = {"provider": "openai", "model": "stand-in", "script": "eval/judge.yaml"}
+    (project / "eval/eval.yaml").write_text(yaml.safe_dump(config))
+    shown = bat("eval.show", cwd=project)
+    assert "openai:stand-in (scripted by bat from eval/judge.yaml)" in shown.out, shown.out
+    result = bat("eval.run", cwd=project)
+    assert result.code == 0, result.out + result.err
+    assert "judge openai:stand-in: scripted by bat from eval/judge.yaml at http://127.0.0.1:" in (
+        result.out
+    )
+    assert "judged 2 episodes with openai:stand-in (0 from cache" in result.out
+    (run_dir,) = run_dirs(project)
+    quality = summary(run_dir)["totals"]["judge"]["task_completion_quality"]
+    assert quality["mean"] == 0.7 and quality["count"] == 2  # 0.5 and 0.9
+    # Served on another port next time, yet the same script: every judgement cached.
+    again = bat("eval.judge", cwd=project)
+    assert again.code == 0 and "(2 from cache" in again.out, again.out
+    # An edited script is asked again.
+    (project / "eval" / "judge.yaml").write_text(yaml.safe_dump(RULES[-1:]))
+    assert "(0 from cache" in bat("eval.judge", cwd=project).out
+    assert summary(run_dir)["totals"]["judge"]["task_completion_quality"]["mean"] == 0.5
+
+
+def test_a_judge_script_that_cannot_be_read_is_one_line_before_any_agent(tmp_path, bat, home):
+    project = make_project(tmp_path / "p", TASKS[:1], k=1)
+    config = yaml.safe_load((project / "eval/eval.yaml").read_text())
+    config["evaluation"]["qualitative"] = True
+    config["judge"] = {"provider": "anthropic", "model": "x", "script": "nope.yaml"}
+    (project / "eval/eval.yaml").write_text(yaml.safe_dump(config))
+    refused = bat("eval.run", cwd=project)
+    assert refused.code == 2 and "speaks openai and ollama, not 'anthropic'" in refused.err
+    config["judge"]["provider"] = "ollama"
+    (project / "eval/eval.yaml").write_text(yaml.safe_dump(config))
+    missing = bat("eval.run", cwd=project)
+    assert missing.code == 2 and "judge.script: nope.yaml: No such file" in missing.err
+    assert "Traceback" not in refused.err + missing.err and not run_dirs(project)
