@@ -92,6 +92,8 @@ def test_a_scripted_judge_is_served_by_bat_and_cached_by_its_script(tmp_path, ba
     (project / "eval/eval.yaml").write_text(yaml.safe_dump(config))
     shown = bat("eval.show", cwd=project)
     assert "openai:stand-in (scripted by bat from eval/judge.yaml)" in shown.out, shown.out
+    doctor = bat("doctor", cwd=project).out
+    assert "✓ judge openai:stand-in: scripted by bat from eval/judge.yaml" in doctor, doctor
     result = bat("eval.run", cwd=project)
     assert result.code == 0, result.out + result.err
     assert "judge openai:stand-in: scripted by bat from eval/judge.yaml at http://127.0.0.1:" in (
