@@ -421,6 +421,10 @@ def judge_checks(found: Project) -> list[Check]:
     checks: list[Check] = []
     for spec in resolved.config.judges:
         label = spec.label
+        if spec.script is not None:  # checked with eval.yaml; bat serves it, offline
+            what = f"scripted by bat from {spec.script} (offline, no key): a stand-in"
+            checks.append(passed(f"judge {label}", what))
+            continue
         protocol, base, _ = endpoint(spec)
         configured = spec.base_url or protocol == "ollama"
         checks.append(

@@ -326,7 +326,13 @@ def judge_stage(ctx: RunContext, run_dir: Path, *, say: Say = print) -> None:
     dataset = load_dataset(resolved.dataset)
     tasks = {task.id: task for task in dataset.tasks}
     result = judge_run(
-        run_dir, resolved.config.judges, tasks, env=env, say=say, scrubber=ctx.scrubber
+        run_dir,
+        resolved.config.judges,
+        tasks,
+        env=env,
+        say=say,
+        scrubber=ctx.scrubber,
+        base=resolved.base,  # a judge's script: is relative to eval.yaml
     )
     if result.judged and result.errors == result.judged:
         say(f"warning: every judgement failed; the first error: {result.first_error}")

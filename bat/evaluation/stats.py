@@ -18,6 +18,9 @@ Definitions, one of each:
 * **Percentiles** interpolate linearly between the two nearest ranks (Hyndman and Fan's
   type 7, numpy's and Vega's default): the p-th percentile of sorted x₁…xₙ is at rank
   1 + (n − 1)·p/100. So the median is the p50, and p50 of [1, 2, 3, 4] is 2.5.
+* **Judge means** are over the episodes a judge was asked about: an infrastructure
+  failure or an agent error that failed its episode is not judged, so it is in no mean,
+  count or error count of a judge dimension (pooled, per task, in gates).
 * Figures are rounded to 4 decimals (times in seconds: a tenth of a millisecond).
 """
 
@@ -28,7 +31,8 @@ from collections.abc import Iterable
 from math import comb, floor, sqrt
 
 from bat.evaluation.log.episode import AGENT_ERROR_KINDS, EpisodeResult
-from bat.evaluation.log.outcome import episode_outcome
+from bat.evaluation.log.outcome import episode_outcome, row_outcome
+from bat.evaluation.log.scores import was_not_judged
 from bat.evaluation.log.summary import (
     Distribution,
     EpisodeRow,
@@ -236,8 +240,18 @@ def _mean_by_k(tasks: list[TaskSummary], key: str) -> dict[str, float | None]:
 
 
 def _judge_stats(rows: list[EpisodeRow]) -> dict[str, JudgeStats] | None:
-    """Per judge dimension: mean, min, max, count of scores and count of errors."""
-    scored = [row for row in rows if row.scores is not None or row.judge_error]
+    """Per judge dimension: mean, min, max, count of scores and count of errors.
+
+    Over the episodes a judge was asked about only: an infrastructure failure or a failing
+    agent error is not judged (its scores say so) and is neither a score nor a judge
+    error here, even when an older run, or bat-cli's, holds scores for it."""
+    scored = [
+        row
+        for row in rows
+        if (row.scores is not None or row.judge_error)
+        and not was_not_judged(row.judge_error)
+        and row_outcome(row).not_judged_because is None
+    ]
     if not scored:
         return None
     names = sorted({name for row in scored for name in (row.scores or {})})

@@ -210,6 +210,18 @@ class _ProviderModel(_Strict):
         return f"{self.provider}:{self.model}"
 
 
+def _scripted_provider(provider: str, base_url: str | None) -> None:
+    """A ``script:`` entry (a model's or a judge's) speaks a protocol the scripted model
+    speaks, and has no ``base_url`` of its own: bat serves the script."""
+    if provider not in SCRIPTED_PROVIDERS:
+        raise ValueError(
+            f"script: the scripted model speaks {' and '.join(SCRIPTED_PROVIDERS)}, "
+            f"not {provider!r}"
+        )
+    if base_url is not None:
+        raise ValueError("give script or base_url, not both: bat serves the script")
+
+
 class ModelSpec(_ProviderModel):
     """One model to evaluate the agent with: the agent is started with it in its env.
 
@@ -227,13 +239,7 @@ class ModelSpec(_ProviderModel):
     @model_validator(mode="after")
     def _script_speaks_the_provider(self) -> ModelSpec:
         if self.script is not None:
-            if self.provider not in SCRIPTED_PROVIDERS:
-                raise ValueError(
-                    f"script: the scripted model speaks {' and '.join(SCRIPTED_PROVIDERS)}, "
-                    f"not {self.provider!r}"
-                )
-            if self.base_url is not None:
-                raise ValueError("give script or base_url, not both: bat serves the script")
+            _scripted_provider(self.provider, self.base_url)
         return self
 
     @field_validator("env")
@@ -329,6 +335,9 @@ class JudgeSpec(_ProviderModel):
     ``max_trajectory_chars``; ``env`` holds variables the judge reads its API key from,
     over the shell and the agent's ``.env``. bat-cli's ``mode: outcome`` (one lenient score)
     has no counterpart here: it is accepted with a warning (see ``config_warnings``).
+    ``script`` is a rule file of bat's scripted model, served on 127.0.0.1 while the run is
+    judged (as a model's ``script:``): a demo or a CI check of the judging wiring runs
+    offline, with no judge process of its own to start, hold a port for, or leave behind.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -349,6 +358,13 @@ class JudgeSpec(_ProviderModel):
     )
     mode: Literal["full", "outcome"] = "full"
     env: EnvMap = Field(default_factory=dict)
+    script: str | None = None
+
+    @model_validator(mode="after")
+    def _script_speaks_the_provider(self) -> JudgeSpec:
+        if self.script is not None:
+            _scripted_provider(self.provider, self.base_url)
+        return self
 
     @field_validator("api_key_env")
     @classmethod
@@ -714,7 +730,7 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
     if problems:
         raise InputError(f"{file} has {counted(len(problems), 'problem')}", details=problems)
     model_dirs = _model_dirs(config.models, file, text)
-    _check_scripts(config.models, base, file)
+    _check_scripts(config.models, config.judges, base, file)
     evaluation = config.evaluation
     extra_warnings: list[str] = []
     if evaluation.agent_url:
@@ -743,21 +759,28 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
     )
 
 
-def _check_scripts(models: list[ModelSpec], base: Path, file: Path) -> None:
-    """Every model's ``script`` is a readable rule file: a typo fails before any agent
-    starts, naming the entry."""
+def _check_scripts(
+    models: list[ModelSpec], judges: list[JudgeSpec], base: Path, file: Path
+) -> None:
+    """Every model's and judge's ``script`` is a readable rule file: a typo fails before
+    any agent starts, naming the entry."""
+    entries = [(f"models[{index}]", model.script) for index, model in enumerate(models)]
+    several = len(judges) > 1
+    entries += [
+        (f"judge[{index}]" if several else "judge", judge.script)
+        for index, judge in enumerate(judges)
+    ]
     problems = []
-    for index, model in enumerate(models):
-        if model.script is None:
+    for where, script in entries:
+        if script is None:
             continue
         from bat.evaluation.inputs.model_script import Rules
 
-        path = base / model.script
         try:
-            Rules.load(path)
+            Rules.load(base / script)
         except (OSError, UnicodeDecodeError, ValueError, re.error) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            problems.append(f"{file}: models[{index}].script: {model.script}: {reason}")
+            problems.append(f"{file}: {where}.script: {script}: {reason}")
     if problems:
         raise InputError(f"{file} has {counted(len(problems), 'problem')}", details=problems)
 

@@ -237,6 +237,8 @@ _EVAL_YAML_KEYS = {
         "timeout_s": "per request: the whole answer must be in by then",
         "max_retries": "on 429, 5xx, connection errors, timeouts",
         "max_retry_after_s": "a longer Retry-After is cut to this",
+        "script": "a rule file of the scripted model: bat serves it on 127.0.0.1 as the judge "
+        "while the run is judged (offline, no key; provider openai or ollama)",
     },
 }
 

@@ -5,7 +5,10 @@
 (concurrently, ``judge.concurrency`` requests at a time per judge), and written back
 atomically with its ``scores`` filled in (format: ``scores.py``). A judgement that fails
 marks that episode's scores as errored, with the reason, and the run goes on: one flaky
-request must not cost the scores of the other episodes.
+request must not cost the scores of the other episodes. Judges judge answers: an
+infrastructure failure, and an agent error that failed its episode, are not sent
+(``EpisodeOutcome.not_judged_because``); their scores say why, and the statistics leave
+them out of every judge mean.
 
 Modules: ``rubrics`` (the versioned rubrics and the prompt, within a budget), ``client``
 (the HTTP protocols, retries, the API key), ``parse`` (reading a judge's reply),
@@ -32,14 +35,21 @@ from bat.evaluation.judging.client import JudgeClient
 from bat.evaluation.judging.parse import JudgeError, parse_judgement
 from bat.evaluation.judging.rubrics import RUBRIC_VERSION, build_prompt
 from bat.evaluation.judging.scores import Outcome, combine
+from bat.evaluation.judging.scripted import scripted_judges
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import EpisodeResult
 from bat.evaluation.log.outcome import episode_outcome
-from bat.evaluation.log.scores import NOT_JUDGED_INFRA, JudgeScores, not_judged
+from bat.evaluation.log.scores import (
+    NOT_JUDGED_AGENT_ERROR,
+    NOT_JUDGED_INFRA,
+    JudgeScores,
+    not_judged,
+)
 
 __all__ = [
     "CACHE_DIR",
+    "NOT_JUDGED_AGENT_ERROR",
     "NOT_JUDGED_INFRA",
     "RUBRIC_VERSION",
     "JudgeError",
@@ -55,10 +65,11 @@ class JudgeSummary:
     """What a :func:`judge_run` did, in counts of episodes (and of HTTP requests)."""
 
     episodes: int = 0  # episode files found
-    judged: int = 0  # sent to the judges (every episode without an infrastructure failure)
+    judged: int = 0  # sent to the judges (every episode with an answer to judge)
     cached: int = 0  # of those, judged by every judge without an HTTP call
     errors: int = 0  # of those, every judge failed: scores.error is set
     skipped: int = 0  # infrastructure failures: not sent, scores.error says so
+    skipped_agent_errors: int = 0  # failed with an agent error: not sent, scores.error says so
     judge_failures: int = 0  # (episode, judge) judgements that failed, errors included
     unreadable: int = 0  # episode files that could not be read (left untouched)
     requests_made: int = 0  # HTTP requests sent, retries included
@@ -71,6 +82,8 @@ class JudgeSummary:
             parts.append(f"{self.judge_failures} failed judgements")
         if self.skipped:
             parts.append(f"{self.skipped} not judged: infrastructure failure")
+        if self.skipped_agent_errors:
+            parts.append(f"{self.skipped_agent_errors} not judged: agent error")
         if self.unreadable:
             parts.append(f"{self.unreadable} unreadable episode files")
         parts.append(f"{self.requests_made} requests")
@@ -87,13 +100,15 @@ def judge_run(
     say: Callable[[str], None] = print,
     sleep: Callable[[float], Any] | None = None,
     scrubber: secrets.Scrubber,
+    base: Path | None = None,
 ) -> JudgeSummary:
     """Score every episode under ``<run_dir>/*/episodes/`` with ``judges``; rewrite the files.
 
     ``tasks`` (by id) give each episode's expected outcome and user turns; ``env`` holds
     the variables API keys are read from (the caller merges the shell over the agent's
     ``.env``); ``sleep`` waits between retries (default: one Ctrl-C ends); ``scrubber``
-    takes the configuration's secrets, and the judges' keys, out of what is written. Judgements
+    takes the configuration's secrets, and the judges' keys, out of what is written; ``base``
+    is the folder a judge's ``script`` is relative to (eval.yaml's). Judgements
     are cached under ``<run_dir>/judge-cache/``. A missing API key variable is an
     InputError raised before any request; a failed judgement is never raised, it is
     written into the episode. An episode file that cannot be written back is an
@@ -118,76 +133,89 @@ def judge_run(
         say(f"no episodes to judge in {run_dir}")
         return JudgeSummary(unreadable=unreadable)
 
-    cache = JudgeCache(layout.judge_cache_dir(run_dir))
-    clients = [
-        JudgeClient(spec, key, sleep=sleep, notice=say)
-        for spec, key in zip(judges, keys, strict=True)
-    ]
-    pools = [
-        ThreadPoolExecutor(max_workers=spec.concurrency, thread_name_prefix=f"bat-judge-{n}")
-        for n, spec in enumerate(judges)
-    ]
-    counts = {"judged": 0, "cached": 0, "errors": 0, "skipped": 0, "judge_failures": 0}
-    errored: dict[int, str] = {}  # episode index -> its error, to name the first one
-    outcomes: dict[int, dict[str, Outcome]] = {}
-    pending: dict[Future[Outcome], tuple[int, str]] = {}
-    try:
-        for index, (path, episode) in enumerate(loaded):
-            if episode_outcome(episode).word == "infra":
-                counts["skipped"] += 1
-                _save(path, episode, not_judged(), scrubber)
-                continue
-            outcomes[index] = {}
-            task = tasks.get(episode.task_id)
-            for label, client, pool in zip(labels, clients, pools, strict=True):
-                future = pool.submit(_judge_one, client, cache, episode, task)
-                pending[future] = (index, label)
-        for future in as_completed(pending):
-            index, label = pending[future]
-            outcomes[index][label] = future.result()
-            if len(outcomes[index]) < len(labels):
-                continue
-            ordered = {name: outcomes[index][name] for name in labels}
-            scores = combine(RUBRIC_VERSION, ordered)
-            path, episode = loaded[index]
-            _save(path, episode, scores, scrubber)
-            counts["judged"] += 1
-            counts["cached"] += all(o.cached for o in ordered.values())
-            counts["judge_failures"] += len(scores.judge_errors)
-            if scores.error:
-                counts["errors"] += 1
-                errored[index] = f"{episode.task_id} try {episode.attempt}: {scores.error}"
-    except BaseException:
-        # Ctrl-C: what was written and cached stays; queued judgements are dropped and
-        # requests in flight are not waited for.
-        for client in clients:
-            client.cancel()  # a worker waiting out a Retry-After stops waiting
+    with scripted_judges(judges, base, say) as (judges, identities):
+        cache = JudgeCache(layout.judge_cache_dir(run_dir))
+        clients = [
+            JudgeClient(spec, key, sleep=sleep, notice=say)
+            for spec, key in zip(judges, keys, strict=True)
+        ]
+        # Where each judge's answers come from, for the cache: its URL, or its script's content.
+        wheres = [
+            where or client.base_url for where, client in zip(identities, clients, strict=True)
+        ]
+        pools = [
+            ThreadPoolExecutor(max_workers=spec.concurrency, thread_name_prefix=f"bat-judge-{n}")
+            for n, spec in enumerate(judges)
+        ]
+        counts = dict.fromkeys(
+            ("judged", "cached", "errors", "skipped", "skipped_agent_errors", "judge_failures"), 0
+        )
+        errored: dict[int, str] = {}  # episode index -> its error, to name the first one
+        outcomes: dict[int, dict[str, Outcome]] = {}
+        pending: dict[Future[Outcome], tuple[int, str]] = {}
+        try:
+            for index, (path, episode) in enumerate(loaded):
+                reason = episode_outcome(episode).not_judged_because
+                if reason is not None:
+                    counts["skipped" if reason == NOT_JUDGED_INFRA else "skipped_agent_errors"] += 1
+                    _save(path, episode, not_judged(reason), scrubber)
+                    continue
+                outcomes[index] = {}
+                task = tasks.get(episode.task_id)
+                for label, client, where, pool in zip(labels, clients, wheres, pools, strict=True):
+                    future = pool.submit(_judge_one, client, where, cache, episode, task)
+                    pending[future] = (index, label)
+            for future in as_completed(pending):
+                index, label = pending[future]
+                outcomes[index][label] = future.result()
+                if len(outcomes[index]) < len(labels):
+                    continue
+                ordered = {name: outcomes[index][name] for name in labels}
+                scores = combine(RUBRIC_VERSION, ordered)
+                path, episode = loaded[index]
+                _save(path, episode, scores, scrubber)
+                counts["judged"] += 1
+                counts["cached"] += all(o.cached for o in ordered.values())
+                counts["judge_failures"] += len(scores.judge_errors)
+                if scores.error:
+                    counts["errors"] += 1
+                    errored[index] = f"{episode.task_id} try {episode.attempt}: {scores.error}"
+        except BaseException:
+            # Ctrl-C: what was written and cached stays; queued judgements are dropped and
+            # requests in flight are not waited for.
+            for client in clients:
+                client.cancel()  # a worker waiting out a Retry-After stops waiting
+            for pool in pools:
+                pool.shutdown(wait=False, cancel_futures=True)
+            raise
         for pool in pools:
-            pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    for pool in pools:
-        pool.shutdown(wait=True)
-    for client in clients:
-        client.close()
-    summary = JudgeSummary(
-        episodes=len(loaded) + unreadable,
-        unreadable=unreadable,
-        requests_made=sum(client.requests_made for client in clients),
-        first_error=errored[min(errored)] if errored else None,
-        **counts,
-    )
-    say(summary.line(names))
-    return summary
+            pool.shutdown(wait=True)
+        for client in clients:
+            client.close()
+        summary = JudgeSummary(
+            episodes=len(loaded) + unreadable,
+            unreadable=unreadable,
+            requests_made=sum(client.requests_made for client in clients),
+            first_error=errored[min(errored)] if errored else None,
+            **counts,
+        )
+        say(summary.line(names))
+        return summary
 
 
 def _judge_one(
-    client: JudgeClient, cache: JudgeCache, episode: EpisodeResult, task: TaskSpec | None
+    client: JudgeClient,
+    where: str,
+    cache: JudgeCache,
+    episode: EpisodeResult,
+    task: TaskSpec | None,
 ) -> Outcome:
-    """One judge's verdict on one episode, from the cache or over HTTP; never raises."""
+    """One judge's verdict on one episode, from the cache or over HTTP; never raises.
+    ``where`` is where its answers come from, for the cache (its URL, or its script's)."""
     spec = client.spec
     try:
         prompt = build_prompt(episode, task, spec.prompts, spec.budget_chars)
-        key = cache_key(spec.label, client.base_url, RUBRIC_VERSION, prompt.sha256)
+        key = cache_key(spec.label, where, RUBRIC_VERSION, prompt.sha256)
         reply = cache.get(key)
         if reply is not None:
             try:
@@ -202,7 +230,7 @@ def _judge_one(
                 key,
                 reply,
                 judge=spec.label,
-                base_url=client.shown_base_url,
+                base_url=client.shown_base_url if where == client.base_url else where,
                 rubric_version=RUBRIC_VERSION,
                 prompt_sha256=prompt.sha256,
                 task_id=episode.task_id,

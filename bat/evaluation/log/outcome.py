@@ -19,8 +19,8 @@ exception in the agent, ``-32004`` unsupported → refused), then the A2A state
 What an episode came to — an infrastructure failure, a pass, an agent error or a
 failure — is decided once, here (:class:`EpisodeOutcome`, from an episode file or from
 its row in ``metrics.json``), and every reader takes it from here: the statistics, the
-judges (which skip infrastructure failures), ``--retry-infra``, the viewer, the exports
-and the report.
+judges (which skip infrastructure failures and failing agent errors), ``--retry-infra``,
+the viewer, the exports and the report.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from bat.evaluation.log.episode import AgentError, InfraError
+from bat.evaluation.log.scores import NOT_JUDGED
 
 if TYPE_CHECKING:
     from bat.evaluation.log.episode import EpisodeResult
@@ -86,6 +87,14 @@ class EpisodeOutcome:
     def kind(self) -> str | None:
         """The infrastructure failure's kind, else the agent error's (None for neither)."""
         return self.infra or self.agent_error
+
+    @property
+    def not_judged_because(self) -> str | None:
+        """Why no LLM judge is asked about this episode (the scores' ``error``), or None
+        when it is judged. Judges judge answers: an infrastructure failure has none, and
+        an agent error that failed the episode answered with an error instead (an agent
+        error the task expected passed: that is the agent's answer, and it is judged)."""
+        return NOT_JUDGED.get(self.word)
 
     def row_fields(self) -> dict[str, Any]:
         """What a ``metrics.json`` row (``EpisodeRow``) keeps of it."""

@@ -14,8 +14,12 @@ readers need not import the judges::
      "error": None,                     # set when every judge failed: the reasons
      "judge_errors": {}}                # label -> reason, for each judge that failed
 
-An episode that ended in an infrastructure failure is not sent to any judge: its scores
-are exactly ``{"error": "not judged: infrastructure failure"}`` (:func:`not_judged`).
+Judges judge answers. An episode that ended in an infrastructure failure (bat saw no
+answer) or failed with an agent error (the agent answered with an error, not with an
+answer: an empty output, an exception's text) is not sent to any judge: its scores are
+exactly ``{"error": "not judged: infrastructure failure"}`` or ``{"error": "not judged:
+agent error"}`` (:func:`not_judged`), and it is left out of every judge mean. An agent
+error that the task expected (its verdict passed) is the agent's answer, and is judged.
 
 **Written as given.** A file holds the keys its scores were made with and no others:
 the judges' full form, the one-key form above, or the subset of keys an older or
@@ -31,6 +35,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 NOT_JUDGED_INFRA = "not judged: infrastructure failure"
+NOT_JUDGED_AGENT_ERROR = "not judged: agent error"
+# The ``error`` of the scores of an episode no judge was sent, by its outcome's word
+# (:class:`bat.evaluation.log.outcome.EpisodeOutcome`): the judges and the statistics
+# both read this one table.
+NOT_JUDGED = {"infra": NOT_JUDGED_INFRA, "error": NOT_JUDGED_AGENT_ERROR}
 
 
 class DimensionScore(BaseModel):
@@ -70,9 +79,24 @@ class JudgeScores(BaseModel):
         return {name: dimension.score for name, dimension in self.dimensions.items()}
 
 
-def not_judged() -> JudgeScores:
-    """The scores of an episode no judge was sent: an infrastructure failure."""
-    return JudgeScores(error=NOT_JUDGED_INFRA)
+def not_judged(reason: str = NOT_JUDGED_INFRA) -> JudgeScores:
+    """The scores of an episode no judge was sent (an infrastructure failure by default;
+    ``reason`` is one of :data:`NOT_JUDGED`'s values)."""
+    return JudgeScores(error=reason)
 
 
-__all__ = ["NOT_JUDGED_INFRA", "DimensionScore", "JudgeScores", "not_judged"]
+def was_not_judged(error: str | None) -> bool:
+    """Whether the scores' ``error`` says the episode was not sent to a judge (as opposed
+    to a judge that failed)."""
+    return error in NOT_JUDGED.values()
+
+
+__all__ = [
+    "NOT_JUDGED",
+    "NOT_JUDGED_AGENT_ERROR",
+    "NOT_JUDGED_INFRA",
+    "DimensionScore",
+    "JudgeScores",
+    "not_judged",
+    "was_not_judged",
+]

@@ -131,7 +131,14 @@ def describe(
         lines.append(
             f"  - {model['label']}{extra}" if "note" not in model else f"  - {model['note']}"
         )
-    judges = ", ".join(f"{j['provider']}:{j['model']}" for j in view["judges"]) or "(none set)"
+    judges = (
+        ", ".join(
+            f"{j['provider']}:{j['model']}"
+            + (f" (scripted by bat from {j['script']})" if j.get("script") else "")
+            for j in view["judges"]
+        )
+        or "(none set)"
+    )
     state = judges if view["qualitative"] else f"off (qualitative: false; judge: {judges})"
     lines.append(f"judge          {state}")
     return "\n".join(lines)

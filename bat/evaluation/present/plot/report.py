@@ -45,6 +45,9 @@ VACUOUS = "an empty answer, or only the status was checked: the pass proves litt
 # A passed attempt the judge scored below this on some dimension is one where the
 # deterministic checks and the judge disagree: the report opens its task and says so.
 DOUBTED_BELOW = 0.5
+# And the reverse: a failed attempt the judge scored this high or higher on every
+# dimension (a check too strict, or a judge too lenient): the report says so too.
+PRAISED_FROM = 0.8
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
@@ -69,6 +72,13 @@ class EpisodeView:
     def doubted(self) -> bool:
         """Passed its checks, yet the judge scored some dimension below DOUBTED_BELOW."""
         return self.passed and self.lowest_score is not None and self.lowest_score < DOUBTED_BELOW
+
+    @property
+    def praised(self) -> bool:
+        """Failed (not for want of an observation), yet the judge scored every dimension
+        PRAISED_FROM or higher: the checks and the judge disagree the other way."""
+        failed = not self.passed and self.infra is None
+        return failed and self.lowest_score is not None and self.lowest_score >= PRAISED_FROM
 
 
 def write_report(
@@ -148,6 +158,7 @@ def render_report(
         "unreadable": unreadable,
         "vacuous_title": VACUOUS,
         "doubted_below": DOUBTED_BELOW,
+        "praised_from": PRAISED_FROM,
     }
     return _template(scrubber).render(**page)
 
@@ -402,6 +413,7 @@ def _episodes_by_task(
             "task_id": task_id,
             "passed": sum(view.passed for _, view in views),
             "doubted": sum(view.doubted for _, view in views),
+            "praised": sum(view.praised for _, view in views),
             "views": views,
         }
         for task_id, views in by_task.items()
