@@ -174,6 +174,7 @@ def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber) -
                 on_done=progress.update,
                 notice=progress.notice(say),
                 scrubber=scrubber,
+                warm_latency=evaluation.warm_latency,
             )
             for n, (url, share) in enumerate(
                 zip(urls, shares(evaluation.concurrency, len(urls)), strict=True)
