@@ -3,8 +3,9 @@
 The echo agent is a real A2A server whose first request waits ``COLD_MS`` (a cold start);
 bat starts it, runs six episodes two at a time, and the two of the first wave must be
 the cold ones: marked in their episode files and the CSV export, counted in
-metrics.json, out of the p90 and of a ``latency.p90`` gate, still in the verdicts. With
-``evaluation.warm_latency: false`` the same run measures them, as bat did before.
+metrics.json and named in the report, out of the p90 and of a ``latency.p90`` gate,
+still in the verdicts. With ``evaluation.warm_latency: false`` the same run measures
+them, as bat did before.
 """
 
 import csv
@@ -38,7 +39,7 @@ def metrics(run_dir):
 
 def test_the_first_wave_is_cold_marked_and_left_out_of_the_p90(tmp_path, bat, home):
     project = cold_project(tmp_path)
-    result = bat("eval.run", "--gate", "latency.p90 < 1", cwd=project)
+    result = bat("eval.run", "--gate", "latency.p90 < 1", cwd=project, charts=True)
     assert result.code == 0, result.out + result.err
     (run_dir,) = run_dirs(project)
     found = episodes(run_dir)
@@ -57,6 +58,8 @@ def test_the_first_wave_is_cold_marked_and_left_out_of_the_p90(tmp_path, bat, ho
     assert [row["cold"] for row in metrics(run_dir)["per_episode"]].count(True) == 2
     gates = json.loads((run_dir / "gates.json").read_text())["gates"]
     assert [gate["passed"] for gate in gates] == [True]
+    report = (project / "eval" / "output" / "report.html").read_text()
+    assert "(2 cold left out)" in report
 
     exported = tmp_path / "episodes.csv"
     assert bat("eval.export", "--to", f"csv:{exported}", cwd=project).code == 0
@@ -94,3 +97,25 @@ def test_an_agent_bat_did_not_start_has_no_cold_episodes(tmp_path, bat, home):
         agent.wait(10)
     (run_dir,) = run_dirs(project)
     assert metrics(run_dir)["summary"]["cold_episodes"] == 0
+
+
+def test_each_restart_of_the_agent_starts_cold_again(tmp_path, bat, home):
+    """One at a time: ``a`` is the first after the start; ``CRASH`` kills the agent, runs
+    again alone on the restarted one (cold) and kills it again; ``b`` is the first on the
+    agent's third start; ``c`` follows a finished episode."""
+    tasks = [
+        {"id": name, "turns": [text]}
+        for name, text in [("a", "a"), ("x", "CRASH"), ("b", "b"), ("c", "c")]
+    ]
+    project = make_project(tmp_path, tasks, concurrency=1)
+    bat("eval.run", cwd=project)
+    (run_dir,) = run_dirs(project)
+    found = {e["task_id"]: e for e in episodes(run_dir).values()}
+    assert found["x"]["agent_error"]["kind"] == "crashed"
+    assert {task: e["cold"] for task, e in found.items()} == {
+        "a": True,
+        "x": True,
+        "b": True,
+        "c": False,
+    }
+    assert metrics(run_dir)["summary"]["cold_episodes"] == 3

@@ -466,7 +466,8 @@ def _runs_table(runs: list[Run]) -> dict[str, Any]:
                 "infra": str(run.infra_failures),
                 "latency": " / ".join(
                     seconds(value) for value in (latency.median, latency.p90, latency.p99)
-                ),
+                )
+                + _cold_note(run.stats.cold_episodes, run.stats.episodes),
                 "tokens": f"{integer(round(tokens[0]))} + {integer(round(tokens[1]))}"
                 if tokens
                 else MISSING,
@@ -514,3 +515,12 @@ def shade(rate: float | None) -> str:
     """A background from red (0 %) through yellow to green (100 %)."""
     hue = 0 if rate is None else round(120 * max(0.0, min(1.0, rate)))
     return f"hsl({hue}, 70%, 86%)"
+
+
+def _cold_note(cold: int, episodes: int) -> str:
+    """Says the latency leaves the agent's cold starts out (stats.py), or holds them all."""
+    if not cold:
+        return ""
+    if cold >= episodes:
+        return f" (all {cold} episodes cold: start-up included)"
+    return f" ({cold} cold left out)"
