@@ -3,9 +3,11 @@
 
 import hashlib
 import json
+import platform
 import re
 import shutil
 import subprocess
+import sys
 from datetime import datetime
 from importlib.metadata import version
 
@@ -102,11 +104,18 @@ def test_the_card_records_what_the_run_measured(tmp_path, bat, home):
     assert agent["url"].startswith("http://127.0.0.1:") and agent["start"] is True
     assert agent["command"] == "{python} -m eval_fixtures.echo_agent"
     assert agent["root"] == str(project) and agent["git"] is None
+    # What the agent ran with: `{python}` is bat's interpreter, read from its environment
+    # (no bat-adk installed there); bat-adk's requirement is under a name of its own.
+    assert agent["runtime"] == {
+        "environment": sys.prefix,
+        "python": platform.python_version(),
+        "bat_adk": None,
+    }
 
     assert card["versions"] == {
         "bat": version("bat-cli"),
         "a2a_sdk": version("a2a-sdk"),
-        "bat_adk": "bat-adk>=0.3.1",
+        "bat_adk_requirement": "bat-adk>=0.3.1",
         "bat_adk_source": "pyproject.toml",
         "python": card["host"]["python"],
     }
@@ -169,7 +178,7 @@ def test_git_commit_dirty_tree_and_compare_warnings(tmp_path, bat, home):
     # The run's own output (eval/output, untracked) does not make the project dirty.
     assert card["agent"]["git"] == {"commit": head, "dirty": False}
     assert card_of(second)["agent"]["git"] == {"commit": head, "dirty": False}
-    assert (card["versions"]["bat_adk"], card["versions"]["bat_adk_source"]) == (
+    assert (card["versions"]["bat_adk_requirement"], card["versions"]["bat_adk_source"]) == (
         "0.4.2",
         "uv.lock",
     )
