@@ -225,3 +225,26 @@ def test_a_resumed_run_keeps_its_card_and_snapshot(tmp_path, bat, home):
     assert when(after["ended_at"]) > when(before["ended_at"])
     record = json.loads((run_dir / "run.json").read_text())
     assert after["ended_at"] == record["ended_at"]
+
+
+def test_compare_says_when_the_agent_ran_on_another_python_or_bat_adk(tmp_path, bat, home):
+    project = make_project(tmp_path, TASKS)
+    assert bat("eval.run", cwd=project).code == 0
+    assert bat("eval.run", cwd=project).code == 0
+    first, second = run_dirs(project)
+    assert card_of(first)["agent"]["runtime"] == card_of(second)["agent"]["runtime"]
+    assert "warning" not in bat("eval.compare", first.name, second.name, cwd=project).err
+
+    # The second as if its agent's environment had been rebuilt on another Python and
+    # bat-adk (its card as bat wrote it, those two values changed).
+    card = card_of(second)
+    card["agent"]["runtime"].update(python="3.13.1", bat_adk="0.5.0")
+    (second / "card.json").write_text(json.dumps(card))
+    differs = bat("eval.compare", first.name, second.name, cwd=project)
+    assert differs.code == 0, differs.err
+    warnings = [line for line in differs.err.splitlines() if line.startswith("warning: ")]
+    assert warnings == [
+        f"warning: the agent's Python differs: {platform.python_version()} in {first.name}, "
+        f"3.13.1 in {second.name}",
+        f"warning: the agent's bat-adk differs: none in {first.name}, 0.5.0 in {second.name}",
+    ]
