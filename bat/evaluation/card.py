@@ -115,6 +115,7 @@ def make_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
         qualitative=evaluation.qualitative,
         k=evaluation.k,
         concurrency=evaluation.concurrency,
+        warm_latency=evaluation.warm_latency,
         timeouts=CardTimeouts(
             turn_s=evaluation.turn_timeout_s,
             agent_startup_s=evaluation.agent_startup_timeout_s,

@@ -135,7 +135,7 @@ def test_the_card_records_what_the_run_measured(tmp_path, bat, home):
     assert re.fullmatch(r"[0-9a-f]{64}", judge["prompt_sha256"])
     assert (judge["timeout_s"], judge["max_retries"]) == (60, 4)
     assert card["qualitative"] is False
-    assert (card["k"], card["concurrency"]) == (2, 4)
+    assert (card["k"], card["concurrency"], card["warm_latency"]) == (2, 4, True)
     assert card["timeouts"] == {"turn_s": 10, "agent_startup_s": 20, "agent_shutdown_s": 5}
     assert card["retries"] == {"agent_max_restarts": 20}
     assert card["command"] == ["bat", "eval.run"]
@@ -239,11 +239,14 @@ def test_compare_says_when_the_agent_ran_on_another_python_or_bat_adk(tmp_path, 
     # bat-adk (its card as bat wrote it, those two values changed).
     card = card_of(second)
     card["agent"]["runtime"].update(python="3.13.1", bat_adk="0.5.0")
+    card["warm_latency"] = False  # and run with its cold starts in the latency figures
     (second / "card.json").write_text(json.dumps(card))
     differs = bat("eval.compare", first.name, second.name, cwd=project)
     assert differs.code == 0, differs.err
     warnings = [line for line in differs.err.splitlines() if line.startswith("warning: ")]
     assert warnings == [
+        f"warning: warm_latency differs (cold starts in the latency figures or not): True in "
+        f"{first.name}, False in {second.name}",
         f"warning: the agent's Python differs: {platform.python_version()} in {first.name}, "
         f"3.13.1 in {second.name}",
         f"warning: the agent's bat-adk differs: none in {first.name}, 0.5.0 in {second.name}",

@@ -158,6 +158,11 @@ class Card(BaseModel):
     qualitative: bool = False
     k: int
     concurrency: int
+    warm_latency: bool | None = Field(
+        default=None,
+        description="evaluation.warm_latency: cold-start episodes left out of the latency "
+        "figures; null: a card written before the switch existed",
+    )
     timeouts: CardTimeouts
     retries: CardRetries
     command: list[str] = Field(default_factory=list, description="sys.argv, scrubbed")
@@ -248,6 +253,12 @@ def comparable(a: Card, b: Card, note_dirty: bool = True) -> list[str]:
     differs("the models differ", _models(a), _models(b))
     differs("the judges differ", _judges(a), _judges(b))
     differs("the timeouts differ", _timeouts(a), _timeouts(b))
+    if a.warm_latency is not None and b.warm_latency is not None:
+        differs(
+            "warm_latency differs (cold starts in the latency figures or not)",
+            a.warm_latency,
+            b.warm_latency,
+        )
     differs("the bat version differs", a.versions.bat, b.versions.bat)
     differs("the agent version differs", a.agent.version, b.agent.version)
     if a.agent.runtime is not None and b.agent.runtime is not None:
