@@ -272,7 +272,7 @@ def _episode_stats(rows: list[EpisodeRow], k: int, totals: Totals) -> MetricsSum
     completion = sum(row.tokens.completion_tokens for row in rows)
     per_episode = [row.tokens.total_tokens for row in rows]
     count = len(rows)
-    wall_time = distribution([row.wall_time_s for row in rows])
+    every = distribution([row.wall_time_s for row in rows])  # bat-cli's time: every episode
     return MetricsSummary(
         episodes=count,
         k_attempts=k,
@@ -281,10 +281,10 @@ def _episode_stats(rows: list[EpisodeRow], k: int, totals: Totals) -> MetricsSum
         failed=count - totals.passed,
         pass_rate=_round(totals.passed / count) if count else None,
         time=TimeMs(
-            total_wall_ms=_ms(wall_time.total),
-            avg_wall_ms=_ms(wall_time.mean),
-            min_wall_ms=_ms(wall_time.min),
-            max_wall_ms=_ms(wall_time.max),
+            total_wall_ms=_ms(every.total),
+            avg_wall_ms=_ms(every.mean),
+            min_wall_ms=_ms(every.min),
+            max_wall_ms=_ms(every.max),
         ),
         tokens=TokenTotals(
             prompt_tokens_total=prompt,
