@@ -48,12 +48,16 @@ Keywords (case-sensitive, checked in this order; the first that applies wins):
 * anything else: completes with ``echo: <text>``.
 
 ``python -m eval_fixtures.echo_agent [--port P] [--latency-ms N] [--answer-in MODE]
-[--no-streaming] [--startup-delay-ms N] [--exit-after-start]``; see ``_a2a_server`` for the
-options and their environment variables, and eval_fixtures/README.md for the events.
+[--no-streaming] [--startup-delay-ms N] [--exit-after-start] [--cold-ms N]``; see
+``_a2a_server`` for the options and their environment variables, and
+eval_fixtures/README.md for the events. ``--cold-ms`` (``COLD_MS``) is a cold start: the
+process's first request waits N ms before it is served (as an agent importing its model
+client on first use does), and requests that arrive meanwhile wait for it too.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections import defaultdict
@@ -64,7 +68,15 @@ from a2a.server.events import EventQueue
 from a2a.types import AgentCard, AgentSkill, Artifact, Part, TaskState
 from a2a.utils.errors import UnsupportedOperationError
 
-from eval_fixtures._a2a_server import Turn, build_card, common_parser, hang_forever, pause, serve
+from eval_fixtures._a2a_server import (
+    Turn,
+    add_option,
+    build_card,
+    common_parser,
+    hang_forever,
+    pause,
+    serve,
+)
 
 NAME = "EchoAgent"
 CRASH_EXIT_CODE = 3
@@ -82,8 +94,10 @@ FILE_URL = "http://127.0.0.1:9/report.pdf"
 class EchoExecutor(AgentExecutor):
     """Answers by keyword; remembers the user texts and open questions of each context."""
 
-    def __init__(self, latency_ms: int = 0, answer_in: str = "artifact") -> None:
+    def __init__(self, latency_ms: int = 0, answer_in: str = "artifact", cold_ms: int = 0) -> None:
         self.latency_ms = latency_ms
+        self.cold_ms = cold_ms  # paid once, by the first request(s): a cold start
+        self._warming: asyncio.Lock | None = None
         self.answer_in = answer_in
         self.history: defaultdict[str, list[str]] = defaultdict(list)
         self.asked: set[str] = set()  # contexts whose last turn asked for input or auth
@@ -92,6 +106,7 @@ class EchoExecutor(AgentExecutor):
         text = context.get_user_input()
         if "CRASH" in text:
             os._exit(CRASH_EXIT_CODE)  # a crash: no clean-up, no reply, no flushed output
+        await self._warm_up()
         await pause(self.latency_ms)
         context_id = context.context_id or ""
         earlier = list(self.history[context_id])
@@ -158,6 +173,16 @@ class EchoExecutor(AgentExecutor):
         else:
             await turn.answer(reply_to(text, earlier), self.answer_in)
 
+    async def _warm_up(self) -> None:
+        """The cold start: the first request waits ``cold_ms``, those arriving meanwhile
+        wait for it; later ones pass at once."""
+        if self._warming is None and self.cold_ms <= 0:
+            return  # warm: no cold start, or it is over
+        self._warming = self._warming or asyncio.Lock()
+        async with self._warming:
+            cold, self.cold_ms = self.cold_ms, 0
+            await pause(cold)
+
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise UnsupportedOperationError(message="the echo agent cannot cancel tasks")
 
@@ -210,8 +235,11 @@ def make_card(
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line (and environment), then serve until SIGTERM or SIGINT."""
     parser = common_parser("eval_fixtures.echo_agent", __doc__.splitlines()[0])
+    add_option(parser, "--cold-ms", "COLD_MS", "wait once, on the first request (cold start)", 0)
     args = parser.parse_args(argv)
-    executor = EchoExecutor(latency_ms=args.latency_ms, answer_in=args.answer_in)
+    executor = EchoExecutor(
+        latency_ms=args.latency_ms, answer_in=args.answer_in, cold_ms=args.cold_ms
+    )
     serve(args, "echo_agent", make_card, executor)
 
 

@@ -5,7 +5,8 @@
 (``tasks.json``); ``finish_card`` adds the end time (and the selection run.json holds).
 A resumed run keeps its card: only the end is updated. The log layer
 (:mod:`bat.evaluation.log.card`) adds the A2A card the first model's agent served
-(``note_agent_card``) and says what makes two runs' numbers not comparable
+(``note_agent_card``) and what it ran with (``agent_runtime.note_runtime``: its Python
+and bat-adk, read from its environment) and says what makes two runs' numbers not comparable
 (``comparable``).
 
 Nothing here fails a run for want of context: no git, a folder that is not a
@@ -105,7 +106,7 @@ def make_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
         versions=CardVersions(
             bat=found.get("bat-cli"),
             a2a_sdk=found.get("a2a-sdk"),
-            bat_adk=adk,
+            bat_adk_requirement=adk,
             bat_adk_source=adk_source,
             python=found.get("python"),
         ),
@@ -114,6 +115,7 @@ def make_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
         qualitative=evaluation.qualitative,
         k=evaluation.k,
         concurrency=evaluation.concurrency,
+        warm_latency=evaluation.warm_latency,
         timeouts=CardTimeouts(
             turn_s=evaluation.turn_timeout_s,
             agent_startup_s=evaluation.agent_startup_timeout_s,

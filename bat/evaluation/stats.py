@@ -21,6 +21,12 @@ Definitions, one of each:
 * **Judge means** are over the episodes a judge was asked about: an infrastructure
   failure or an agent error that failed its episode is not judged, so it is in no mean,
   count or error count of a judge dimension (pooled, per task, in gates).
+* **Latency** (``wall_time_s`` and ``time_to_first_event_s``) is over the warm
+  episodes: those marked ``cold`` (the first wave after each agent start, see
+  :mod:`bat.evaluation.run.runner`) hold the agent's start-up, not its latency, and are
+  counted in ``cold_episodes`` instead. When every episode is cold there is no warm
+  figure to give, and all of them count. bat-cli's ``time`` (total, mean, min, max in
+  ms) stays over every episode, as bat-cli wrote it: its total is the time spent.
 * Figures are rounded to 4 decimals (times in seconds: a tenth of a millisecond).
 """
 
@@ -117,6 +123,7 @@ def row_of(episode: EpisodeResult) -> EpisodeRow:
         tool_calls=len(episode.trace.tool_calls),
         scores=(scores.per_dimension() or None) if scores else None,
         judge_error=scores.error if scores else None,
+        cold=episode.cold,
         **outcome.row_fields(),
     )
 
@@ -271,13 +278,15 @@ def _judge_stats(rows: list[EpisodeRow]) -> dict[str, JudgeStats] | None:
 
 
 def _episode_stats(rows: list[EpisodeRow], k: int, totals: Totals) -> MetricsSummary:
-    wall = [row.wall_time_s for row in rows]
-    first = [row.time_to_first_event_s for row in rows if row.time_to_first_event_s is not None]
+    cold = sum(row.cold for row in rows)
+    timed = [row for row in rows if not row.cold] or rows  # all cold: nothing warm to give
+    wall = [row.wall_time_s for row in timed]
+    first = [row.time_to_first_event_s for row in timed if row.time_to_first_event_s is not None]
     prompt = sum(row.tokens.prompt_tokens for row in rows)
     completion = sum(row.tokens.completion_tokens for row in rows)
     per_episode = [row.tokens.total_tokens for row in rows]
     count = len(rows)
-    wall_time = distribution(wall)
+    every = distribution([row.wall_time_s for row in rows])  # bat-cli's time: every episode
     return MetricsSummary(
         episodes=count,
         k_attempts=k,
@@ -286,10 +295,10 @@ def _episode_stats(rows: list[EpisodeRow], k: int, totals: Totals) -> MetricsSum
         failed=count - totals.passed,
         pass_rate=_round(totals.passed / count) if count else None,
         time=TimeMs(
-            total_wall_ms=_ms(wall_time.total),
-            avg_wall_ms=_ms(wall_time.mean),
-            min_wall_ms=_ms(wall_time.min),
-            max_wall_ms=_ms(wall_time.max),
+            total_wall_ms=_ms(every.total),
+            avg_wall_ms=_ms(every.mean),
+            min_wall_ms=_ms(every.min),
+            max_wall_ms=_ms(every.max),
         ),
         tokens=TokenTotals(
             prompt_tokens_total=prompt,
@@ -311,11 +320,12 @@ def _episode_stats(rows: list[EpisodeRow], k: int, totals: Totals) -> MetricsSum
         pass_hat_k=totals.pass_hat_k,
         pass_at=totals.pass_at,
         pass_hat=totals.pass_hat,
-        wall_time_s=wall_time,
+        wall_time_s=distribution(wall),
         time_to_first_event_s=distribution(first),
         judge=totals.judge,
         model_calls_total=sum(row.model_calls for row in rows),
         tool_calls_total=sum(row.tool_calls for row in rows),
+        cold_episodes=cold,
     )
 
 

@@ -3,9 +3,11 @@
 
 import hashlib
 import json
+import platform
 import re
 import shutil
 import subprocess
+import sys
 from datetime import datetime
 from importlib.metadata import version
 
@@ -102,11 +104,18 @@ def test_the_card_records_what_the_run_measured(tmp_path, bat, home):
     assert agent["url"].startswith("http://127.0.0.1:") and agent["start"] is True
     assert agent["command"] == "{python} -m eval_fixtures.echo_agent"
     assert agent["root"] == str(project) and agent["git"] is None
+    # What the agent ran with: `{python}` is bat's interpreter, read from its environment
+    # (no bat-adk installed there); bat-adk's requirement is under a name of its own.
+    assert agent["runtime"] == {
+        "environment": sys.prefix,
+        "python": platform.python_version(),
+        "bat_adk": None,
+    }
 
     assert card["versions"] == {
         "bat": version("bat-cli"),
         "a2a_sdk": version("a2a-sdk"),
-        "bat_adk": "bat-adk>=0.3.1",
+        "bat_adk_requirement": "bat-adk>=0.3.1",
         "bat_adk_source": "pyproject.toml",
         "python": card["host"]["python"],
     }
@@ -126,7 +135,7 @@ def test_the_card_records_what_the_run_measured(tmp_path, bat, home):
     assert re.fullmatch(r"[0-9a-f]{64}", judge["prompt_sha256"])
     assert (judge["timeout_s"], judge["max_retries"]) == (60, 4)
     assert card["qualitative"] is False
-    assert (card["k"], card["concurrency"]) == (2, 4)
+    assert (card["k"], card["concurrency"], card["warm_latency"]) == (2, 4, True)
     assert card["timeouts"] == {"turn_s": 10, "agent_startup_s": 20, "agent_shutdown_s": 5}
     assert card["retries"] == {"agent_max_restarts": 20}
     assert card["command"] == ["bat", "eval.run"]
@@ -169,7 +178,7 @@ def test_git_commit_dirty_tree_and_compare_warnings(tmp_path, bat, home):
     # The run's own output (eval/output, untracked) does not make the project dirty.
     assert card["agent"]["git"] == {"commit": head, "dirty": False}
     assert card_of(second)["agent"]["git"] == {"commit": head, "dirty": False}
-    assert (card["versions"]["bat_adk"], card["versions"]["bat_adk_source"]) == (
+    assert (card["versions"]["bat_adk_requirement"], card["versions"]["bat_adk_source"]) == (
         "0.4.2",
         "uv.lock",
     )
@@ -216,3 +225,29 @@ def test_a_resumed_run_keeps_its_card_and_snapshot(tmp_path, bat, home):
     assert when(after["ended_at"]) > when(before["ended_at"])
     record = json.loads((run_dir / "run.json").read_text())
     assert after["ended_at"] == record["ended_at"]
+
+
+def test_compare_says_when_the_agent_ran_on_another_python_or_bat_adk(tmp_path, bat, home):
+    project = make_project(tmp_path, TASKS)
+    assert bat("eval.run", cwd=project).code == 0
+    assert bat("eval.run", cwd=project).code == 0
+    first, second = run_dirs(project)
+    assert card_of(first)["agent"]["runtime"] == card_of(second)["agent"]["runtime"]
+    assert "warning" not in bat("eval.compare", first.name, second.name, cwd=project).err
+
+    # The second as if its agent's environment had been rebuilt on another Python and
+    # bat-adk (its card as bat wrote it, those two values changed).
+    card = card_of(second)
+    card["agent"]["runtime"].update(python="3.13.1", bat_adk="0.5.0")
+    card["warm_latency"] = False  # and run with its cold starts in the latency figures
+    (second / "card.json").write_text(json.dumps(card))
+    differs = bat("eval.compare", first.name, second.name, cwd=project)
+    assert differs.code == 0, differs.err
+    warnings = [line for line in differs.err.splitlines() if line.startswith("warning: ")]
+    assert warnings == [
+        f"warning: warm_latency differs (cold starts in the latency figures or not): True in "
+        f"{first.name}, False in {second.name}",
+        f"warning: the agent's Python differs: {platform.python_version()} in {first.name}, "
+        f"3.13.1 in {second.name}",
+        f"warning: the agent's bat-adk differs: none in {first.name}, 0.5.0 in {second.name}",
+    ]

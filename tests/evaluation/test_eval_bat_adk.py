@@ -123,6 +123,19 @@ def test_eval_run_against_a_real_bat_adk_agent(tmp_path, bat, home):
     assert model["spans"] == "expected"  # a bat-adk project: its spans were worth waiting for
     assert (agent / "config.yaml").read_bytes() == config_before
     assert not (agent / "spans.jsonl").exists()
+    # The card says what the agent ran with, read from the .venv uv sync made: the
+    # Python it was given and the bat-adk uv.lock pinned.
+    card = json.loads((run_dir / "card.json").read_text())
+    ran = subprocess.run(
+        [python, "-c", "import platform; print(platform.python_version())"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert card["agent"]["runtime"] == {
+        "environment": str(agent / ".venv"),
+        "python": ran,
+        "bat_adk": card["versions"]["bat_adk_requirement"],
+    }
+    assert card["versions"]["bat_adk_source"] == "uv.lock"
 
     # bat set.config writes where bat-adk's own AgentConfig reads (its ModelConfig fields).
     changed = bat(

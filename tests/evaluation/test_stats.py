@@ -197,3 +197,27 @@ def _scores(**dimensions):
 def test_no_judge_scores_means_no_judge_block():
     _, metrics = summarize([row("a", 1, True)], k=1, model="m", task_order=["a"])
     assert metrics["summary"]["judge"] is None
+
+
+def cold(episode):
+    return episode.model_copy(update={"cold": True})
+
+
+def test_cold_episodes_are_out_of_the_latency_and_in_every_other_figure():
+    rows = [row_of(cold(logkit.episode("a", 1, True, wall=8.0)))]
+    rows += [row_of(logkit.episode(task, 1, True, wall=0.5)) for task in ("b", "c", "d")]
+    summary, metrics = summarize(rows, k=1, model="m", task_order=["a", "b", "c", "d"])
+    figures = metrics["summary"]
+    assert figures["cold_episodes"] == 1 and figures["passed"] == 4
+    assert figures["wall_time_s"]["count"] == 3 and figures["wall_time_s"]["p90"] == 0.5
+    assert figures["time_to_first_event_s"]["max"] == 0.05
+    assert figures["time"]["max_wall_ms"] == 8000.0  # bat-cli's time: every episode
+    assert summary["totals"]["passed"] == 4
+
+
+def test_when_every_episode_is_cold_the_latency_holds_them_all():
+    rows = [row_of(cold(logkit.episode(task, 1, True, wall=2.0))) for task in ("a", "b")]
+    _, metrics = summarize(rows, k=1, model="m", task_order=["a", "b"])
+    figures = metrics["summary"]
+    assert figures["cold_episodes"] == 2
+    assert figures["wall_time_s"]["count"] == 2 and figures["wall_time_s"]["median"] == 2.0

@@ -460,6 +460,9 @@ class EvaluationSection(_Strict):
     turn_timeout_s: Seconds = 60
     # Infrastructure failures a run may have and still be trusted (exit 0 rather than 3).
     max_infra_failures: Count = Field(default=0, ge=0)
+    # Leave each agent start's cold episodes out of the latency figures and the ETA
+    # (runner.py says which episodes are cold); false: every episode counts, as before.
+    warm_latency: Flag = True
     extra_spans: list[FilePath] = Field(default_factory=list)  # span files of agents it calls
     agent: Annotated[AgentSpec, Block] = Field(default_factory=AgentSpec)
 

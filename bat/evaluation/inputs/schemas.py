@@ -202,6 +202,8 @@ _EVAL_YAML_KEYS = {
         "turn_timeout_s": "a turn without a final answer by then is a timeout",
         "max_infra_failures": "infrastructure failures a run may have and still be "
         "trusted (more: exit status 3)",
+        "warm_latency": "leave the first wave of episodes after each agent start (its cold "
+        "start) out of the latency figures and the ETA; false: count them",
         "extra_spans": "span files of the agents this one calls",
         "agent": "how the agent is started, or that it is already running",
     },

@@ -51,6 +51,17 @@ class CardGit(_Part):
     dirty: bool = Field(description="uncommitted changes (the run's output folder aside)")
 
 
+class CardRuntime(_Part):
+    """What the agent really ran with, read from its environment once it had started
+    (:mod:`bat.evaluation.run.agent_runtime`)."""
+
+    environment: str = Field(description="the folder of the agent's Python environment")
+    python: str | None = Field(default=None, description="the agent's Python version")
+    bat_adk: str | None = Field(
+        default=None, description="the bat-adk installed there; null: none is"
+    )
+
+
 class CardAgent(_Part):
     """The agent evaluated: what it says it is, where it answered, how it was started."""
 
@@ -65,16 +76,25 @@ class CardAgent(_Part):
         default=None,
         description="the A2A agent card as fetched (the first model's); null: none fetched",
     )
+    runtime: CardRuntime | None = Field(
+        default=None,
+        description="the Python and bat-adk the agent ran with (the first model's agent); "
+        "null: not known (in a container, not started by bat, no environment found)",
+    )
 
 
 class CardVersions(_Part):
     bat: str | None = Field(default=None, description="bat-cli's version")
-    a2a_sdk: str | None = None
-    bat_adk: str | None = Field(
-        default=None, description="the agent's bat-adk: uv.lock's version or pyproject's pin"
+    a2a_sdk: str | None = Field(default=None, description="bat's a2a-sdk")
+    bat_adk_requirement: str | None = Field(
+        default=None,
+        description="the bat-adk the agent's project asks for: uv.lock's version, else "
+        "pyproject.toml's requirement (bat-adk>=0.3); what ran is agent.runtime.bat_adk",
     )
     bat_adk_source: str | None = Field(default=None, description="uv.lock or pyproject.toml")
-    python: str | None = None
+    python: str | None = Field(
+        default=None, description="bat's own Python; the agent's is agent.runtime.python"
+    )
 
 
 class CardModel(_Part):
@@ -138,6 +158,11 @@ class Card(BaseModel):
     qualitative: bool = False
     k: int
     concurrency: int
+    warm_latency: bool | None = Field(
+        default=None,
+        description="evaluation.warm_latency: cold-start episodes left out of the latency "
+        "figures; null: a card written before the switch existed",
+    )
     timeouts: CardTimeouts
     retries: CardRetries
     command: list[str] = Field(default_factory=list, description="sys.argv, scrubbed")
@@ -172,6 +197,19 @@ def write_card_file(run_dir: Path, card: Card, *, scrubber: Scrubber) -> Path:
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
     return path
+
+
+def note_agent_runtime(run_dir: Path, runtime: CardRuntime, *, scrubber: Scrubber) -> None:
+    """Record what the agent ran with, once (the first model's agent); a run without a
+    card.json is left alone."""
+    try:
+        card = read_card(run_dir)
+    except InputError:
+        return  # a card.json edited into nonsense is not worth failing the run for
+    if card is None or card.agent.runtime is not None:
+        return
+    card.agent.runtime = runtime
+    write_card_file(run_dir, card, scrubber=scrubber)
 
 
 def note_agent_card(run_dir: Path, document: dict[str, Any] | None, *, scrubber: Scrubber) -> None:
@@ -215,8 +253,17 @@ def comparable(a: Card, b: Card, note_dirty: bool = True) -> list[str]:
     differs("the models differ", _models(a), _models(b))
     differs("the judges differ", _judges(a), _judges(b))
     differs("the timeouts differ", _timeouts(a), _timeouts(b))
+    if a.warm_latency is not None and b.warm_latency is not None:
+        differs(
+            "warm_latency differs (cold starts in the latency figures or not)",
+            a.warm_latency,
+            b.warm_latency,
+        )
     differs("the bat version differs", a.versions.bat, b.versions.bat)
     differs("the agent version differs", a.agent.version, b.agent.version)
+    if a.agent.runtime is not None and b.agent.runtime is not None:
+        differs("the agent's Python differs", a.agent.runtime.python, b.agent.runtime.python)
+        differs("the agent's bat-adk differs", a.agent.runtime.bat_adk, b.agent.runtime.bat_adk)
     commit_a = a.agent.git.commit[:12] if a.agent.git else None
     commit_b = b.agent.git.commit[:12] if b.agent.git else None
     differs("the agent's git commit differs", commit_a, commit_b)

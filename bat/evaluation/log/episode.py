@@ -236,6 +236,9 @@ class EpisodeResult(BaseModel):
     scores: JudgeScores | None = None  # the judges' (bat.evaluation.log.scores)
     started_at: str
     ended_at: str
+    # Served in the first wave after a start of the agent (runner.py): its time holds the
+    # agent's cold start, so it is left out of the latency figures (verdicts count it).
+    cold: bool = False
     # Earlier records of this (task, attempt) that ``--retry-infra`` replaced, relative to
     # the model folder (``retried/...``): kept, never overwritten.
     earlier: list[str] = Field(default_factory=list)

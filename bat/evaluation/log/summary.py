@@ -150,6 +150,7 @@ class EpisodeRow(_Model):
     tool_calls: int = 0
     scores: dict[str, float | None] | None = None  # judge score per dimension
     judge_error: str | None = None
+    cold: bool = False  # the first wave after an agent start: out of the latency figures
 
     @property
     def passed(self) -> bool:
@@ -220,6 +221,9 @@ class MetricsSummary(_Model):
     judge: dict[str, JudgeStats] | None = None
     model_calls_total: int = 0
     tool_calls_total: int = 0
+    # Episodes left out of the latency figures (wall_time_s, time_to_first_event_s)
+    # as their agent's cold start; when every episode is cold, the figures hold them all.
+    cold_episodes: int = 0
 
 
 class Metrics(_Model):

@@ -95,6 +95,7 @@ class Observed:
     infra_error: InfraError | None = None
     agent_error: AgentError | None = None
     started_at: str = ""  # set by the runner, which knows when the episode began
+    cold: bool = False  # set by the runner: the first wave after an agent start
 
 
 class A2ASession:

@@ -27,6 +27,7 @@ from bat.evaluation.run.adapter import preload
 from bat.evaluation.run.agent_card import card_answers
 from bat.evaluation.run.agent_container import engine_is_local
 from bat.evaluation.run.agent_process import AgentProcess, tail
+from bat.evaluation.run.agent_runtime import note_runtime
 from bat.evaluation.run.progress import Progress
 from bat.evaluation.run.runner import EpisodeRunner, RestartBudget, plan, run_on_a_loop, spread
 from bat.evaluation.run.spans import SpanIndex
@@ -158,6 +159,8 @@ def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber) -
         for agent in agents:
             took = agent.wait_ready()
             say(f"[{record.label}] agent ready at {agent.url} after {seconds(took)}")
+        if agents:
+            note_runtime(run_dir, resolved, scrubber)
         progress = Progress(record.label, len(work))
         budget = RestartBudget(evaluation.agent.max_restarts)
         runners = [
@@ -174,6 +177,7 @@ def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber) -
                 on_done=progress.update,
                 notice=progress.notice(say),
                 scrubber=scrubber,
+                warm_latency=evaluation.warm_latency,
             )
             for n, (url, share) in enumerate(
                 zip(urls, shares(evaluation.concurrency, len(urls)), strict=True)

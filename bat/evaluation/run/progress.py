@@ -3,6 +3,12 @@
 On a terminal the line is redrawn at most ten times a second; in CI, with ``NO_COLOR``,
 or when stderr is not a terminal, a plain line is printed every few seconds and at the
 end, so logs stay readable.
+
+The ETA is the episodes left at the pace of the warm ones: cold episodes (the first wave
+after the agent starts, runner.py) would make a one-minute run read several minutes
+early on. The pace is counted from the moment the first cold episode ended; until a warm
+episode has ended, the ETA reads ``--:--``. Without cold episodes it is the pace since
+the start.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ class Progress:
         self.plain_every_s = plain_every_s
         self.done = self.passed = self.infra = self.agent_errors = 0
         self.started = time.monotonic()
+        self.warm_since = self.started  # where the warm pace is counted from
+        self.warm_done = 0  # warm episodes ended since then
         self._last_draw = float("-inf")
         self._drawn = -1  # the count shown last, so the end is not printed twice
 
@@ -40,6 +48,11 @@ class Progress:
         self.infra += outcome.infra
         self.agent_errors += outcome.agent_error is not None
         now = time.monotonic()
+        if outcome.cold:
+            if not self.warm_done:
+                self.warm_since = now  # the pace is counted once the agent is warm
+        else:
+            self.warm_done += 1
         interval = 0.1 if self.live else self.plain_every_s
         if now - self._last_draw >= interval or self.done == self.total:
             self._last_draw = now
@@ -71,9 +84,13 @@ class Progress:
             self._draw(final=True)
 
     def line(self) -> str:
-        elapsed = time.monotonic() - self.started
-        rate = self.done / elapsed if elapsed > 0 else 0.0
+        now = time.monotonic()
+        elapsed = now - self.started
+        warm = now - self.warm_since
+        rate = self.warm_done / warm if warm > 0 else 0.0
         left = (self.total - self.done) / rate if rate > 0 else None
+        if self.done == self.total:
+            left = 0.0
         eta = _clock(left) if left is not None else "--:--"
         infra = f", {self.infra} infra" if self.infra else ""
         errors = f", {counted(self.agent_errors, 'agent error')}" if self.agent_errors else ""

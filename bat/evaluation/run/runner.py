@@ -14,6 +14,16 @@ run as if nothing had happened. Restarts are bounded (``evaluation.agent.max_res
 per model); when the budget is spent, or the agent cannot be started again, what is left
 is recorded as infrastructure failures (``not_run``) with the reason, which
 ``eval.run --resume --retry-infra`` runs again.
+
+**Cold episodes** (``evaluation.warm_latency``, on by default). An agent's first requests
+after it starts pay for its imports, connections and caches: seconds that say nothing of
+its steady latency. An episode is *cold* when it starts before any episode has ended on
+the agent since bat last (re)started it; an episode ending in an infrastructure failure
+does not warm the agent. With ``concurrency`` N, that is the first wave of up to N
+episodes after each start (of each replica, after each restart); the episode that takes
+a freed slot is warm. Cold episodes are marked ``cold: true``, count for every verdict,
+and are left out of the latency figures and of the ETA. An agent bat did not start
+(``agent.start: false``) has no start bat saw: nothing is marked.
 """
 
 from __future__ import annotations
@@ -66,6 +76,7 @@ class Outcome:
     passed: bool
     infra: bool
     agent_error: str | None = None
+    cold: bool = False
 
 
 class EpisodeRunner:
@@ -87,6 +98,7 @@ class EpisodeRunner:
         on_done: Callable[[Outcome], None] | None = None,
         notice: Callable[[str], None] | None = None,
         scrubber: Scrubber,
+        warm_latency: bool = True,
     ) -> None:
         self.url = url
         self.scrubber = scrubber  # every secret of the configuration: kept out of episodes
@@ -108,6 +120,10 @@ class EpisodeRunner:
         self._writer = BatchWriter()  # episode files, durable in batches off the loop
         self._earlier: set[tuple[str, int]] | None = None  # episode files there at the start
         self.name = "the agent"  # "replica 2" when several share the episodes
+        # Whether an episode has ended on the agent since its last start (module's doc):
+        # an agent bat did not start, or with warm_latency off, is taken as warm.
+        self.warm_latency = warm_latency
+        self._warm = agent is None or not warm_latency
 
     async def run(self, work: list[Work]) -> None:
         """Run every item of ``work``, each written to ``episodes/`` as it ends."""
@@ -195,12 +211,16 @@ class EpisodeRunner:
 
     async def _observe(self, session: A2ASession, item: Work) -> Observed:
         started_at = now_iso()
+        cold = not self._warm
         observed = await session.run_episode(
             item.task.turns,
             turn_timeout_s=self.turn_timeout_s,
             templates=item.task.turn_templates,
         )
         observed.started_at = started_at
+        observed.cold = cold
+        if observed.infra_error is None:
+            self._warm = True
         return observed
 
     async def _died_under(self, observed: Observed) -> bool:
@@ -240,6 +260,7 @@ class EpisodeRunner:
             )
         self.restarts += 1
         self.budget.spent += 1
+        self._warm = not self.warm_latency  # a fresh start is cold again
         self.notice(
             f"[{self.model}] {self.name} died ({status}); restarting it "
             f"({self.budget.spent} of at most {self.budget.limit})"
@@ -300,6 +321,7 @@ class EpisodeRunner:
             trace=observed.trace,
             started_at=observed.started_at,
             ended_at=now_iso(),
+            cold=observed.cold,
         )
         result.verdict = judge_episode(item.task.expected, result)
         # --retry-infra: an earlier record is kept in retried/, never lost
@@ -310,7 +332,9 @@ class EpisodeRunner:
         )
         if self.on_done is not None:
             outcome = episode_outcome(result)
-            self.on_done(Outcome(outcome.passed, outcome.word == "infra", outcome.agent_error))
+            self.on_done(
+                Outcome(outcome.passed, outcome.word == "infra", outcome.agent_error, result.cold)
+            )
 
     async def _add_spans(self, observed: Observed) -> None:
         trace = observed.trace

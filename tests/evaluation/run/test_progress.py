@@ -46,3 +46,28 @@ def test_ci_or_no_color_means_plain(monkeypatch):
     progress = Progress("m", 1, stream=out)
     progress.update(Outcome(True, infra=False))
     assert "\r" not in out.getvalue()
+
+
+def test_the_eta_runs_at_the_pace_of_warm_episodes(monkeypatch):
+    """A cold start of 8 s, then an episode a second: 8 left read 00:08, not 00:36."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    clock = [100.0]
+    monkeypatch.setattr("bat.evaluation.run.progress.time.monotonic", lambda: clock[0])
+    progress = Progress("m", 10, stream=io.StringIO(), plain_every_s=3600)
+    clock[0] = 108.0
+    progress.update(Outcome(True, infra=False, cold=True))
+    assert progress.line().endswith("00:08 elapsed, ETA --:--")  # no warm pace yet
+    clock[0] = 109.0
+    progress.update(Outcome(True, infra=False))
+    assert progress.line().endswith("00:09 elapsed, ETA 00:08")
+
+
+def test_without_cold_episodes_the_eta_is_the_pace_since_the_start(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    clock = [100.0]
+    monkeypatch.setattr("bat.evaluation.run.progress.time.monotonic", lambda: clock[0])
+    progress = Progress("m", 4, stream=io.StringIO(), plain_every_s=3600)
+    clock[0] = 110.0
+    progress.update(Outcome(True, infra=False))
+    progress.update(Outcome(False, infra=False))
+    assert progress.line().endswith("00:10 elapsed, ETA 00:10")

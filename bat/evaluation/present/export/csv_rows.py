@@ -1,7 +1,8 @@
 """CSV: one row per episode, for spreadsheets and scripts (``--to csv:PATH``).
 
 Columns: ``run_id, model, task_id, attempt, status, passed, agent_error, infra_failure,
-wall_time_s, time_to_first_event_s, prompt_tokens, completion_tokens, total_tokens``,
+wall_time_s, time_to_first_event_s, cold, prompt_tokens, completion_tokens, total_tokens``
+(``cold``: true for an episode left out of the latency figures as its agent's cold start),
 then ``judge.<dimension>`` for every judge dimension of the run (empty when an episode
 was not scored), then ``reason`` (why it did not pass; empty when it passed).
 
@@ -30,6 +31,7 @@ COLUMNS = (
     "infra_failure",
     "wall_time_s",
     "time_to_first_event_s",
+    "cold",
     "prompt_tokens",
     "completion_tokens",
     "total_tokens",
@@ -88,6 +90,7 @@ def render(run: RunData) -> str:
                 row.infra_error or "",
                 row.wall_time_s,
                 "" if row.time_to_first_event_s is None else row.time_to_first_event_s,
+                "true" if row.cold else "false",
                 tokens.prompt_tokens,
                 tokens.completion_tokens,
                 tokens.total_tokens,

@@ -54,6 +54,7 @@ class ExportEpisode(BaseModel):
     infra_failure: str | None = None  # its kind: the episode says nothing of the agent
     wall_time_s: float
     time_to_first_event_s: float | None = None
+    cold: bool = False  # left out of the latency figures: its agent's cold start
     tokens: ExportTokens
     scores: dict[str, float | None] | None = None  # judge score per dimension
     reason: str = ""
@@ -137,6 +138,7 @@ def _model(model: ModelData) -> ExportModel:
             infra_failure=row.infra_error,
             wall_time_s=row.wall_time_s,
             time_to_first_event_s=row.time_to_first_event_s,
+            cold=row.cold,
             tokens=ExportTokens(
                 prompt=row.tokens.prompt_tokens,
                 completion=row.tokens.completion_tokens,

@@ -259,7 +259,16 @@ def _card_rows(card: Any) -> list[tuple[str, list[str]]]:
         git = "not known (no git, or not a repository)"
     else:
         git = agent.git.commit + (" (uncommitted changes)" if agent.git.dirty else " (clean)")
-    adk = f"{versions.bat_adk} ({versions.bat_adk_source})" if versions.bat_adk else "none"
+    # bat_adk: the requirement's key in cards written before agent.runtime existed
+    wanted = versions.bat_adk_requirement or (versions.model_extra or {}).get("bat_adk")
+    adk = f"{wanted} ({versions.bat_adk_source})" if wanted else "none"
+    runtime = agent.runtime
+    ran = (
+        f"Python {runtime.python or 'unknown'} · bat-adk {runtime.bat_adk or 'none'} "
+        f"(in {runtime.environment})"
+        if runtime is not None
+        else "not known (in a container, not started by bat, or no environment found)"
+    )
     models = [
         f"{m.label}: " + ("/".join(x for x in (m.provider, m.model) if x) or "the agent's own")
         + (f" at {m.base_url}" if m.base_url else "")
@@ -284,8 +293,9 @@ def _card_rows(card: Any) -> list[tuple[str, list[str]]]:
         ("agent url", agent.url or ""),
         ("agent command", started),
         ("agent git commit", git),
-        ("versions", f"bat {versions.bat} · a2a-sdk {versions.a2a_sdk} · bat-adk {adk} · "
-                     f"Python {versions.python}"),
+        ("agent ran with", ran),
+        ("versions", f"bat {versions.bat} · a2a-sdk {versions.a2a_sdk} · Python "
+                     f"{versions.python} · the agent asks for bat-adk {adk}"),
         ("models", models),
         ("judges", judges or ["none"]),
         ("k · concurrency", f"{card.k} · {card.concurrency}"),
@@ -478,7 +488,8 @@ def _runs_table(runs: list[Run]) -> dict[str, Any]:
                 "infra": str(run.infra_failures),
                 "latency": " / ".join(
                     seconds(value) for value in (latency.median, latency.p90, latency.p99)
-                ),
+                )
+                + _cold_note(run.stats.cold_episodes, run.stats.episodes),
                 "tokens": f"{integer(round(tokens[0]))} + {integer(round(tokens[1]))}"
                 if tokens
                 else MISSING,
@@ -526,3 +537,12 @@ def shade(rate: float | None) -> str:
     """A background from red (0 %) through yellow to green (100 %)."""
     hue = 0 if rate is None else round(120 * max(0.0, min(1.0, rate)))
     return f"hsl({hue}, 70%, 86%)"
+
+
+def _cold_note(cold: int, episodes: int) -> str:
+    """Says the latency leaves the agent's cold starts out (stats.py), or holds them all."""
+    if not cold:
+        return ""
+    if cold >= episodes:
+        return f" (all {cold} episodes cold: start-up included)"
+    return f" ({cold} cold left out)"
