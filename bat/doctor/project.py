@@ -127,6 +127,7 @@ def plan(found: Project) -> list[tuple[str, Callable[[], Check | list[Check]]]]:
         ("agent port", partial(port_check, found)),
         ("model", partial(model_checks, found)),
         ("judge", partial(judge_checks, found)),
+        ("eval checks", partial(eval_checks_check, found)),
     ]
 
 
@@ -165,7 +166,7 @@ def dataset_check(found: Project) -> Check:
         return skipped(name, "no evaluation to check (eval.yaml)")
     path = found.resolved.dataset
     try:
-        checked = check_dataset(path)
+        checked = check_dataset(path, unknown_keys=found.resolved.unknown_keys)
     except BatError as exc:
         return failed(
             name,
@@ -238,11 +239,12 @@ def agent_config_check(found: Project) -> Check:
     fix = "correct the agent's config file where named (docs/agent-project.md)"
     try:
         if found.starts_agent and found.resolved is not None:
-            from bat.evaluation.inputs.dataset import load_dataset
+            from bat.evaluation.inputs.dataset import check_dataset
             from bat.evaluation.inputs.preflight import check_agent_files
 
             try:
-                dataset = load_dataset(found.resolved.dataset)
+                unknown_keys = found.resolved.unknown_keys
+                dataset = check_dataset(found.resolved.dataset, unknown_keys=unknown_keys)
             except BatError:
                 dataset = None  # the dataset check says why
             if dataset is not None:
@@ -270,6 +272,34 @@ def agent_config_check(found: Project) -> Check:
             )
         return skipped(name, "no config.yaml (not a bat-adk agent)")
     return passed(name, f"{_rel(settings.config_path, found.cwd)}, telemetry {settings.privacy}")
+
+
+def eval_checks_check(found: Project) -> Check:
+    """The one set of checks ``eval.run``, ``--dry-run`` and ``eval.show`` make
+    (``project_checks``): its refusal fails, its warnings are said as eval.show says them
+    (eval.yaml's own, on the eval.yaml line above)."""
+    from bat.evaluation.inputs.dataset import check_dataset
+    from bat.evaluation.inputs.preflight import project_checks
+
+    name = "eval checks"
+    resolved = found.resolved
+    if resolved is None:
+        return skipped(name, "no evaluation to check (eval.yaml)")
+    if found.dotenv_error is not None:
+        return skipped(name, "not made: the agent's .env is invalid")
+    try:
+        dataset = check_dataset(resolved.dataset, unknown_keys=resolved.unknown_keys)
+    except BatError:
+        return skipped(name, "not made: the dataset is invalid (see above)")
+    fix = "as named (bat eval.show says the same; docs/eval.md)"
+    try:
+        warnings = project_checks(resolved, dataset).warnings
+    except BatError as exc:
+        return failed(name, _words(exc), fix)
+    warnings = [w for w in warnings if w not in resolved.warnings]  # said by eval.yaml's line
+    if warnings:
+        return failed(name, "; ".join(warnings), fix, required=False)
+    return passed(name, "what eval.run checks before it starts: nothing to say")
 
 
 def port_check(found: Project) -> Check:
