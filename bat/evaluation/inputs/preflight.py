@@ -20,7 +20,6 @@ from bat.evaluation.inputs.agent_settings import AgentSettings
 from bat.evaluation.inputs.compat import COMPAT_LINE
 from bat.evaluation.inputs.config import ResolvedConfig, api_key
 from bat.evaluation.inputs.dataset import Dataset, DatasetCheck, load_dataset
-from bat.evaluation.log.layout import RUN_FILE
 from bat.figures import counted
 
 
@@ -87,13 +86,14 @@ def ignored_keys_warnings(dataset: DatasetCheck) -> list[str]:
 
 def new_checks_warnings(resolved: ResolvedConfig, dataset: DatasetCheck) -> list[str]:
     """Checks bat-cli 2026.10 ignored (``output_regex``, ``output_must_not_contain``)
-    decide verdicts here: said, with the tasks counted, while a project moves over from
-    bat-cli (the compat switch is on) or before bat's first run in its output folder, so
-    that a verdict that differs from bat-cli's is not a surprise."""
+    decide verdicts here: said, with the tasks counted, in a project moving over from
+    bat-cli (the compat switch on, or bat-cli run folders in its output folder), so that
+    a verdict that differs from bat-cli's is not a surprise. bat's own projects (the
+    scaffold's sample dataset uses both checks) are not told about bat-cli."""
     facts = dataset.facts
     if not (facts.regex or facts.must_not):
         return []
-    if resolved.unknown_keys != "warn" and _has_bat_runs(resolved.output_dir):
+    if resolved.unknown_keys != "warn" and not _has_batcli_runs(resolved.output_dir):
         return []
     uses = [
         f"{name} ({counted(len(ids), 'task')}: {_some(ids)})"
@@ -109,9 +109,16 @@ def new_checks_warnings(resolved: ResolvedConfig, dataset: DatasetCheck) -> list
     ]
 
 
-def _has_bat_runs(output_dir: Path) -> bool:
+def _has_batcli_runs(output_dir: Path) -> bool:
+    """A run folder of bat-cli's (``<run>/<model>/summary.json`` in its format) among the
+    first ones of ``output_dir``: the project was evaluated by bat-cli."""
+    from itertools import islice
+
+    from bat.evaluation.log.batcli import is_model_folder
+
     try:
-        return any(output_dir.glob(f"*/{RUN_FILE}"))
+        runs = [p for p in islice(output_dir.iterdir(), 50) if p.is_dir()]
+        return any(is_model_folder(m) for run in runs for m in islice(run.iterdir(), 20))
     except OSError:
         return False
 

@@ -9,6 +9,7 @@ warn}``) is checked there too, and its parsing with Hypothesis at the library le
 from __future__ import annotations
 
 import json
+import shutil
 import string
 from pathlib import Path
 
@@ -21,8 +22,10 @@ from bat.errors import InputError
 from bat.evaluation.inputs.compat import COMPAT_LINE
 from bat.evaluation.inputs.config import load_config
 from bat.evaluation.inputs.dataset import load_dataset
+from tests.conftest import REPO
 from tests.evalkit import make_project, run_dirs
 
+BATCLI_RUN = REPO / "tests" / "data" / "bat-cli-2026.10" / "run-echo" / "20261201_033105"
 MULTI = {"id": "memory", "turns": ["hi", "HISTORY"], "expected": {"output_must_contain": ["hi"]}}
 ONE = {"id": "one", "turns": ["hello"], "expected": {"output_must_contain": ["hello"]}}
 CHECKPOINTS = "checkpoints off: the agent may forget earlier turns"
@@ -159,26 +162,30 @@ def test_keys_batcli_ignored_are_refused_with_the_switch_then_warned_with_it(tmp
     assert json.loads((run / "agent-default" / "summary.json").read_text())["totals"]
 
 
-def test_checks_batcli_ignored_are_named_with_the_tasks_using_them(tmp_path, bat, home):
+def test_checks_batcli_ignored_are_named_in_a_project_from_bat_cli(tmp_path, bat, home):
     tasks = [
         {"id": "r1", "turns": ["hello"], "expected": {"output_regex": "^echo"}},
         {"id": "r2", "turns": ["hi"], "expected": {"output_regex": "hi$"}},
         {"id": "n1", "turns": ["hi"], "expected": {"output_must_not_contain": ["sorry"]}},
     ]
     project = make_project(tmp_path, tasks)
-    said = four(bat, project)
     note = (
         "output_regex (2 tasks: r1, r2) and output_must_not_contain (1 task: n1): checks "
         "bat-cli 2026.10 ignored decide verdicts here (a task bat-cli passed may fail)"
     )
+    # bat's own project (the scaffold's sample uses both checks): nothing about bat-cli.
+    assert note not in bat("eval.show", cwd=project).err
+    # bat-cli's run folder in the output folder: a project from bat-cli, told by all four.
+    shutil.copytree(BATCLI_RUN, project / "eval" / "output" / BATCLI_RUN.name)
+    said = four(bat, project)
     for name, (code, found, error) in said.items():
         assert code == 0 and not error and note in found, (name, found)
-    # After bat's first run here it has been said: no more, unless the switch is on.
-    assert run_dirs(project)
-    assert note not in bat("eval.show", cwd=project).err
+    # The compat switch says the same without bat-cli's runs.
+    shutil.rmtree(project / "eval" / "output")
     eval_yaml = project / "eval" / "eval.yaml"
     eval_yaml.write_text(eval_yaml.read_text() + f"{COMPAT_LINE}\n")
-    assert note in bat("eval.show", cwd=project).err
+    for command in (("eval.show",), ("eval.run", "--dry-run")):
+        assert note in warnings(bat(*command, cwd=project).err)
 
 
 # --- the switch, at the library level (Hypothesis) --------------------------------------
