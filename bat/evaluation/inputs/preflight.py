@@ -60,7 +60,7 @@ def project_checks(resolved: ResolvedConfig, dataset: DatasetCheck) -> Checked:
     settings = None
     warnings: list[str] = [
         *resolved.warnings,
-        *ignored_keys_warnings(dataset),
+        *ignored_keys_warnings(dataset, resolved.base),
         *dataset_warnings(dataset.weak),
         *new_checks_warnings(resolved, dataset),
     ]
@@ -74,11 +74,12 @@ def project_checks(resolved: ResolvedConfig, dataset: DatasetCheck) -> Checked:
     return Checked(settings=settings, warnings=warnings)
 
 
-def ignored_keys_warnings(dataset: DatasetCheck) -> list[str]:
+def ignored_keys_warnings(dataset: DatasetCheck, base: Path) -> list[str]:
     """One warning per key of the tasks left out under ``compat: {unknown_keys: warn}``,
-    naming it and the tasks that have it."""
+    naming it and the tasks that have it (the file as eval.yaml names it, under ``base``)."""
+    path = dataset.path.relative_to(base) if dataset.path.is_relative_to(base) else dataset.path
     return [
-        f"{dataset.path}: {key} in {counted(len(ids), 'task')} ({_some(ids)}): a key bat "
+        f"{path}: {key} in {counted(len(ids), 'task')} ({_some(ids)}): a key bat "
         f"does not read, ignored ({COMPAT_LINE})"
         for key, ids in dataset.ignored.items()
     ]
