@@ -411,26 +411,48 @@ def _validated(
 
 
 @dataclass
+class TaskIds:
+    """Some tasks of a dataset: how many, and the first ids (what a message names), so
+    that a million of them cost no memory."""
+
+    count: int = 0
+    first: list[str] = field(default_factory=list)
+
+    def add(self, task_id: str) -> None:
+        self.count += 1
+        if len(self.first) < 5:
+            self.first.append(task_id)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def named(self) -> str:
+        """``a, b, c, d, e and 7 more``."""
+        more = self.count - len(self.first)
+        return ", ".join(self.first) + (f" and {more} more" if more > 0 else "")
+
+
+@dataclass
 class DatasetFacts:
     """What the checks before a run (:mod:`bat.evaluation.inputs.checks`) need to know
     of a dataset, gathered one task at a time so that no task need be kept."""
 
-    multi_turn: list[str] = field(default_factory=list)  # ids of tasks with several turns
+    multi_turn: TaskIds = field(default_factory=TaskIds)  # tasks with several turns
     tool_names: bool = False  # some task checks the names of tool calls
     tool_args: bool = False  # some task checks their arguments (args_subset)
-    regex: list[str] = field(default_factory=list)  # ids of tasks with output_regex
-    must_not: list[str] = field(default_factory=list)  # ... with output_must_not_contain
+    regex: TaskIds = field(default_factory=TaskIds)  # tasks with output_regex
+    must_not: TaskIds = field(default_factory=TaskIds)  # ... with output_must_not_contain
 
     def add(self, task: TaskSpec) -> None:
         expected = task.expected
         if len(task.turns) > 1:
-            self.multi_turn.append(task.id)
+            self.multi_turn.add(task.id)
         self.tool_names = self.tool_names or expected.checks_tools
         self.tool_args = self.tool_args or any(c.args_subset for c in expected.tool_calls)
         if expected.output_regex is not None:
-            self.regex.append(task.id)
+            self.regex.add(task.id)
         if expected.output_must_not_contain:
-            self.must_not.append(task.id)
+            self.must_not.add(task.id)
 
     @classmethod
     def of(cls, tasks: list[TaskSpec]) -> DatasetFacts:

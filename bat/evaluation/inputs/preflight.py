@@ -97,7 +97,7 @@ def new_checks_warnings(resolved: ResolvedConfig, dataset: DatasetCheck) -> list
     if resolved.unknown_keys != "warn" and not _has_batcli_runs(resolved.output_dir):
         return []
     uses = [
-        f"{name} ({counted(len(ids), 'task')}: {_some(ids)})"
+        f"{name} ({counted(len(ids), 'task')}: {ids.named()})"
         for name, ids in (
             ("output_regex", facts.regex),
             ("output_must_not_contain", facts.must_not),

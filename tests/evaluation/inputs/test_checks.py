@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from bat.errors import InputError
 from bat.evaluation.inputs.compat import COMPAT_LINE
 from bat.evaluation.inputs.config import load_config
-from bat.evaluation.inputs.dataset import load_dataset
+from bat.evaluation.inputs.dataset import DatasetCheck, check_dataset, load_dataset
 from tests.conftest import REPO
 from tests.evalkit import make_project, run_dirs
 
@@ -274,3 +274,20 @@ def test_any_unknown_eval_yaml_keys_are_refused_or_warned_each_with_its_line(tmp
         shown = ".".join(str(p) for p in (*spot, key)).replace(".0", "[0]")
         assert any(f"{shown} (line " in w for w in named), (shown, named)
     assert resolved.config.evaluation.k == 2 and resolved.unknown_keys == "warn"
+
+
+def test_the_facts_of_a_checked_dataset_keep_a_few_ids_and_count_the_rest(tmp_path):
+    """eval.show and doctor check a dataset without keeping its tasks: what the checks
+    need of it is counted, with five ids to name, the same as from the loaded tasks."""
+    tasks = [
+        {"id": f"r{i}", "turns": ["a", "b"], "expected": {"output_regex": "a"}} for i in range(8)
+    ]
+    tasks.append({"id": "tool", "turns": ["x"], "expected": {"tool_calls": [{"name": "t"}]}})
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps(tasks))
+    checked = check_dataset(path, chunk=3)
+    loaded = DatasetCheck.of(load_dataset(path))
+    for facts in (checked.facts, loaded.facts):
+        assert len(facts.regex) == 8 and facts.regex.named() == "r0, r1, r2, r3, r4 and 3 more"
+        assert len(facts.multi_turn) == 8 and not facts.must_not
+        assert facts.tool_names and not facts.tool_args
