@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -48,6 +49,27 @@ class Project:
     dotenv: dict[str, str] = field(default_factory=dict)
     dotenv_error: BatError | None = None
     scrubber: Scrubber = field(default_factory=Scrubber)  # the evaluation's secrets
+    _dataset: Any = None  # the dataset checked once (DatasetCheck or its BatError)
+    _dataset_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def dataset(self) -> Any:
+        """eval.yaml's dataset checked as ``eval.show`` checks it, once for every check
+        that needs it (a large one takes seconds; the checks run in threads); its error
+        raised each time."""
+        from bat.evaluation.inputs.dataset import check_dataset
+
+        with self._dataset_lock:
+            if self._dataset is None:
+                resolved = self.resolved
+                try:
+                    self._dataset = check_dataset(
+                        resolved.dataset, unknown_keys=resolved.unknown_keys
+                    )
+                except BatError as exc:
+                    self._dataset = exc
+        if isinstance(self._dataset, BatError):
+            raise self._dataset
+        return self._dataset
 
     @classmethod
     def read(cls, options: Options) -> Project:
@@ -127,6 +149,7 @@ def plan(found: Project) -> list[tuple[str, Callable[[], Check | list[Check]]]]:
         ("agent port", partial(port_check, found)),
         ("model", partial(model_checks, found)),
         ("judge", partial(judge_checks, found)),
+        ("eval checks", partial(eval_checks_check, found)),
     ]
 
 
@@ -158,14 +181,12 @@ def eval_config_check(found: Project) -> Check:
 
 def dataset_check(found: Project) -> Check:
     """The dataset validated by ``check_dataset`` (what ``eval.show`` and ``eval.run`` do)."""
-    from bat.evaluation.inputs.dataset import check_dataset
-
     name = "dataset"
     if found.resolved is None:
         return skipped(name, "no evaluation to check (eval.yaml)")
     path = found.resolved.dataset
     try:
-        checked = check_dataset(path)
+        checked = found.dataset()
     except BatError as exc:
         return failed(
             name,
@@ -238,11 +259,10 @@ def agent_config_check(found: Project) -> Check:
     fix = "correct the agent's config file where named (docs/agent-project.md)"
     try:
         if found.starts_agent and found.resolved is not None:
-            from bat.evaluation.inputs.dataset import load_dataset
             from bat.evaluation.inputs.preflight import check_agent_files
 
             try:
-                dataset = load_dataset(found.resolved.dataset)
+                dataset = found.dataset()
             except BatError:
                 dataset = None  # the dataset check says why
             if dataset is not None:
@@ -270,6 +290,33 @@ def agent_config_check(found: Project) -> Check:
             )
         return skipped(name, "no config.yaml (not a bat-adk agent)")
     return passed(name, f"{_rel(settings.config_path, found.cwd)}, telemetry {settings.privacy}")
+
+
+def eval_checks_check(found: Project) -> Check:
+    """The one set of checks ``eval.run``, ``--dry-run`` and ``eval.show`` make
+    (``project_checks``): its refusal fails, its warnings are said as eval.show says them
+    (eval.yaml's own, on the eval.yaml line above)."""
+    from bat.evaluation.inputs.preflight import project_checks
+
+    name = "eval checks"
+    resolved = found.resolved
+    if resolved is None:
+        return skipped(name, "no evaluation to check (eval.yaml)")
+    if found.dotenv_error is not None:
+        return skipped(name, "not made: the agent's .env is invalid")
+    try:
+        dataset = found.dataset()
+    except BatError:
+        return skipped(name, "not made: the dataset is invalid (see above)")
+    fix = "as named (bat eval.show says the same; docs/eval.md)"
+    try:
+        warnings = project_checks(resolved, dataset).warnings
+    except BatError as exc:
+        return failed(name, _words(exc), fix)
+    warnings = [w for w in warnings if w not in resolved.warnings]  # said by eval.yaml's line
+    if warnings:
+        return failed(name, "; ".join(warnings), fix, required=False)
+    return passed(name, "what eval.run checks before it starts: nothing to say")
 
 
 def port_check(found: Project) -> Check:

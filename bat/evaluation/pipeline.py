@@ -323,7 +323,7 @@ def judge_stage(ctx: RunContext, run_dir: Path, *, say: Say = print) -> None:
     say = ctx.say(say)
     rundir.model_dirs(run_dir)  # a crafted models[].dir is refused before any write
     env = judge_keys(resolved)
-    dataset = load_dataset(resolved.dataset)
+    dataset = load_dataset(resolved.dataset, unknown_keys=resolved.unknown_keys)
     tasks = {task.id: task for task in dataset.tasks}
     result = judge_run(
         run_dir,
@@ -469,7 +469,8 @@ def gate_stage(
 
     def task_tags() -> dict[str, frozenset[str]]:
         snapshot = store.layout.tasks_snapshot(run_dir)  # the tasks as they were run
-        dataset = load_dataset(snapshot if snapshot.is_file() else resolved.dataset)
+        path = snapshot if snapshot.is_file() else resolved.dataset
+        dataset = load_dataset(path, unknown_keys=resolved.unknown_keys)
         return {task.id: frozenset(task.all_tags) for task in dataset.tasks}
 
     result = gates.evaluate(run_dir, specs, task_tags, resolved.output_dir)

@@ -154,16 +154,14 @@ def show(c: Context, json: bool = False) -> None:
     """Print the fully resolved evaluation configuration (and check the dataset)."""
 
     from bat.evaluation.inputs.dataset import check_dataset
-    from bat.evaluation.inputs.preflight import read_agent_settings
     from bat.evaluation.present.show import describe, warnings_of
 
     resolved = _config(c)
-    dataset = check_dataset(resolved.dataset)  # once: a large one takes seconds
-    settings = None
-    if resolved.evaluation.agent.start and resolved.root.is_dir():
-        settings = read_agent_settings(resolved)  # the agent's files: what eval.run refuses
+    # Once: a large one takes seconds. Then the checks eval.run makes (refusals too).
+    dataset = check_dataset(resolved.dataset, unknown_keys=resolved.unknown_keys)
+    warnings = warnings_of(resolved, dataset)
     print(describe(resolved, as_json=json, dataset=dataset))
-    for warning in warnings_of(resolved, dataset, settings):
+    for warning in warnings:
         context(c).warn(warning)
 
 
@@ -421,7 +419,8 @@ def verdict(c: Context, run: str | None = None) -> None:
     from bat.evaluation.pipeline import recheck_run
 
     ctx = context(c)
-    recheck_run(ctx, _stage_run(c, run, batcli=True), load_dataset(ctx.resolved.dataset))
+    dataset = load_dataset(ctx.resolved.dataset, unknown_keys=ctx.resolved.unknown_keys)
+    recheck_run(ctx, _stage_run(c, run, batcli=True), dataset)
 
 
 @command(

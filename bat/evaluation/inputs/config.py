@@ -44,6 +44,7 @@ from pydantic import (
 )
 
 from bat.errors import InputError, UsageError
+from bat.evaluation.inputs.compat import COMPAT_HINT, COMPAT_LINE, UnknownKeys
 from bat.evaluation.inputs.gate_specs import GateSpec
 from bat.evaluation.inputs.variables import UnsetVariable, expand
 from bat.evaluation.log import layout
@@ -509,10 +510,22 @@ class EvaluationSection(_Strict):
         return [] if value is None else value
 
 
+class CompatSection(_Strict):
+    """``compat:``: switches for moving a bat-cli project over step by step.
+
+    ``unknown_keys: warn`` turns keys bat does not read (bat-cli ignored them, e.g. a
+    task's ``description``, ``evaluation.timeout_s``, ``models[].temperature``) from
+    errors into warnings naming each, in eval.yaml and in the dataset; the default,
+    ``refuse``, keeps a typo from falling back to a default silently."""
+
+    unknown_keys: UnknownKeys = "refuse"
+
+
 class EvalConfig(_Strict):
     """The whole of ``eval/eval.yaml``."""
 
     evaluation: Annotated[EvaluationSection, Block] = Field(default_factory=EvaluationSection)
+    compat: Annotated[CompatSection, Block] = Field(default_factory=CompatSection)
     models: list[ModelSpec] = Field(default_factory=list)
     judge: list[JudgeSpec] = Field(default_factory=list)  # ``judge:`` holds one or several
     gates: list[GateSpec] = Field(default_factory=list)  # what a release must meet
@@ -590,6 +603,11 @@ class ResolvedConfig(BaseModel):
     @property
     def evaluation(self) -> EvaluationSection:
         return self.config.evaluation
+
+    @property
+    def unknown_keys(self) -> UnknownKeys:
+        """``compat.unknown_keys``: what the dataset's keys bat does not read do."""
+        return self.config.compat.unknown_keys
 
     @property
     def environment(self) -> dict[str, str]:
@@ -719,19 +737,23 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
     _expand_variables(data, {**dotenv, **os.environ}, file, text, unset)
     problems = list(unset.values())
     single_judge = data.get("judge") is not None and not isinstance(data.get("judge"), list)
+    fix_path = _single_judge_path if single_judge else None
+    ignored: list[str] = []
+    hint: list[str] = []  # the compat switch, after the problems (not one of them)
     try:
         config = EvalConfig.model_validate(data)
     except ValidationError as exc:
-        # A value whose ${VAR} is unset is reported once, as such, not again as invalid.
-        problems += validation_problems(
-            file,
-            text,
-            exc,
-            fix_path=_single_judge_path if single_judge else None,
-            skip=set(unset),
-        )
+        error: ValidationError | None = exc
+        if _compat_warns(data):
+            config, error, ignored = _without_unknown_keys(data, exc, file, text, fix_path)
+        if error is not None:
+            # A value whose ${VAR} is unset is reported once, as such, not again as invalid.
+            problems += validation_problems(file, text, error, fix_path=fix_path, skip=set(unset))
+            if not _compat_warns(data) and _unknown_keys(error):
+                hint = [COMPAT_HINT]
     if problems:
-        raise InputError(f"{file} has {counted(len(problems), 'problem')}", details=problems)
+        message = f"{file} has {counted(len(problems), 'problem')}"
+        raise InputError(message, details=[*problems, *hint])
     model_dirs = _model_dirs(config.models, file, text)
     _check_scripts(config.models, config.judges, base, file)
     evaluation = config.evaluation
@@ -757,7 +779,7 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
         agent_url_source=source,
         model_dirs=tuple(model_dirs),
         extra_spans=tuple(base / path for path in evaluation.extra_spans),
-        warnings=tuple(config_warnings(config, file) + extra_warnings),
+        warnings=tuple(ignored + config_warnings(config, file) + extra_warnings),
         dotenv=dotenv,
     )
 
@@ -786,6 +808,53 @@ def _check_scripts(
             problems.append(f"{file}: {where}.script: {script}: {reason}")
     if problems:
         raise InputError(f"{file} has {counted(len(problems), 'problem')}", details=problems)
+
+
+def _compat_warns(data: dict[str, Any]) -> bool:
+    """Whether the file (as written, before validation) says ``compat: {unknown_keys: warn}``."""
+    compat = data.get("compat")
+    return isinstance(compat, dict) and compat.get("unknown_keys") == "warn"
+
+
+def _unknown_keys(error: ValidationError) -> list[tuple]:
+    return [tuple(item["loc"]) for item in error.errors() if item["type"] == "extra_forbidden"]
+
+
+def _without_unknown_keys(
+    data: dict[str, Any],
+    error: ValidationError,
+    file: Path,
+    text: str,
+    fix_path: Any,
+) -> tuple[EvalConfig | None, ValidationError | None, list[str]]:
+    """eval.yaml validated again without the keys bat does not read (``compat:
+    {unknown_keys: warn}``): the config (or the error of its other problems) and one
+    warning per key left out, with its line."""
+    import copy
+
+    unknown = [fix_path(loc) if fix_path else loc for loc in _unknown_keys(error)]
+    if not unknown:
+        return None, error, []
+    trimmed = copy.deepcopy(data)
+    for loc in unknown:
+        holder: Any = trimmed
+        try:
+            for part in loc[:-1]:
+                holder = holder[part]
+            del holder[loc[-1]]
+        except (LookupError, TypeError):  # a path a validator reshaped: left as an error
+            return None, error, []
+    lines = line_index(text)
+    warnings = [
+        f"{file}: {dotted(loc)}"
+        + (f" (line {lines[loc]})" if loc in lines else "")
+        + f": a key bat does not read, ignored ({COMPAT_LINE})"
+        for loc in unknown
+    ]
+    try:
+        return EvalConfig.model_validate(trimmed), None, warnings
+    except ValidationError as again:
+        return None, again, warnings
 
 
 def config_warnings(config: EvalConfig, file: Path) -> list[str]:

@@ -16,7 +16,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,6 +36,7 @@ from pydantic import (
 )
 
 from bat.errors import InputError
+from bat.evaluation.inputs.compat import COMPAT_HINT, UnknownKeys
 from bat.evaluation.inputs.output_regex import check_regex
 from bat.evaluation.log.outcome import Status, normalize_status
 from bat.figures import counted
@@ -289,6 +290,9 @@ class Dataset(BaseModel):
     path: Path
     sha256: str
     tasks: list[TaskSpec]
+    # Keys bat does not read, left out under ``compat: {unknown_keys: warn}``: each key
+    # path within a task (``description``, ``expected.foo``) -> the ids of its tasks.
+    ignored: dict[str, list[str]] = Field(default_factory=dict)
 
     def task(self, task_id: str) -> TaskSpec:
         return next(task for task in self.tasks if task.id == task_id)
@@ -314,13 +318,14 @@ class Dataset(BaseModel):
         return self
 
 
-def load_dataset(path: Path) -> Dataset:
+def load_dataset(path: Path, *, unknown_keys: UnknownKeys = "refuse") -> Dataset:
     """Read and validate a tasks file; every problem is listed in one ``InputError``.
 
     A dataset may hold a million tasks, so a sound file takes one pass: pydantic
     validates the list straight from its JSON text (see :func:`_validated`). Only a
     file with problems is read again task by task, so that each problem is listed with
-    its line.
+    its line. With ``unknown_keys="warn"``, keys bat does not read are left out there
+    and recorded in ``Dataset.ignored`` instead of refused.
     """
     text, sha256 = _read(path)
     try:
@@ -329,12 +334,13 @@ def load_dataset(path: Path) -> Dataset:
         raise repeated_key_error(path, text, exc) from None
     if tasks is not None and len({task.id for task in tasks}) != len(tasks):
         tasks = None  # duplicate ids: listed below
+    ignored: dict[str, list[str]] = {}
     if tasks is None:
-        tasks = _tasks_one_by_one(path, text)
+        tasks = _tasks_one_by_one(path, text, unknown_keys, ignored)
     if not tasks:
         raise InputError(f"{path} holds no tasks")
     _refuse_lone_surrogates(path, text)
-    return Dataset(path=path, sha256=sha256, tasks=tasks)
+    return Dataset(path=path, sha256=sha256, tasks=tasks, ignored=ignored)
 
 
 def _read(path: Path) -> tuple[str, str]:
@@ -404,18 +410,88 @@ def _validated(
     return items
 
 
+@dataclass
+class TaskIds:
+    """Some tasks of a dataset: how many, and the first ids (what a message names), so
+    that a million of them cost no memory."""
+
+    count: int = 0
+    first: list[str] = field(default_factory=list)
+
+    def add(self, task_id: str) -> None:
+        self.count += 1
+        if len(self.first) < 5:
+            self.first.append(task_id)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def named(self) -> str:
+        """``a, b, c, d, e and 7 more``."""
+        more = self.count - len(self.first)
+        return ", ".join(self.first) + (f" and {more} more" if more > 0 else "")
+
+
+@dataclass
+class DatasetFacts:
+    """What the checks before a run (:mod:`bat.evaluation.inputs.checks`) need to know
+    of a dataset, gathered one task at a time so that no task need be kept."""
+
+    multi_turn: TaskIds = field(default_factory=TaskIds)  # tasks with several turns
+    tool_names: bool = False  # some task checks the names of tool calls
+    tool_args: bool = False  # some task checks their arguments (args_subset)
+    regex: TaskIds = field(default_factory=TaskIds)  # tasks with output_regex
+    must_not: TaskIds = field(default_factory=TaskIds)  # ... with output_must_not_contain
+
+    def add(self, task: TaskSpec) -> None:
+        expected = task.expected
+        if len(task.turns) > 1:
+            self.multi_turn.add(task.id)
+        self.tool_names = self.tool_names or expected.checks_tools
+        self.tool_args = self.tool_args or any(c.args_subset for c in expected.tool_calls)
+        if expected.output_regex is not None:
+            self.regex.add(task.id)
+        if expected.output_must_not_contain:
+            self.must_not.add(task.id)
+
+    @classmethod
+    def of(cls, tasks: list[TaskSpec]) -> DatasetFacts:
+        facts = cls()
+        for task in tasks:
+            facts.add(task)
+        return facts
+
+
 @dataclass(frozen=True)
 class DatasetCheck:
     """What checking a dataset tells without keeping its tasks: their number, the hash
-    of the file, and the tasks that check nothing but the final status (usually few)."""
+    of the file, the tasks that check nothing but the final status (usually few), what
+    the checks before a run need (``facts``) and the keys left out (``ignored``)."""
 
     path: Path
     sha256: str
     count: int
     weak: list[TaskSpec]
+    facts: DatasetFacts = field(default_factory=DatasetFacts)
+    ignored: dict[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, dataset: Dataset) -> DatasetCheck:
+        """The check of a dataset already loaded (``eval.run``, ``--dry-run``)."""
+        weak = [task for task in dataset.tasks if not task.expected.checks_beyond_status]
+        return cls(
+            path=dataset.path,
+            sha256=dataset.sha256,
+            count=len(dataset.tasks),
+            weak=weak,
+            facts=DatasetFacts.of(dataset.tasks),
+            ignored=dataset.ignored,
+        )
 
 
-def check_dataset(path: Path, *, chunk: int = 20_000) -> DatasetCheck:
+def check_dataset(
+    path: Path, *, chunk: int = 20_000, unknown_keys: UnknownKeys = "refuse"
+) -> DatasetCheck:
     """Validate a tasks file as :func:`load_dataset` does, keeping no task.
 
     ``bat eval.show`` only reports on a dataset, and a million validated tasks take
@@ -426,7 +502,8 @@ def check_dataset(path: Path, *, chunk: int = 20_000) -> DatasetCheck:
     every one with its line.
     """
     text, sha256 = _read(path)
-    notes: dict[str, list] = {"stems": [], "weak": []}
+    facts = DatasetFacts()
+    notes: dict[str, Any] = {"stems": [], "weak": [], "facts": facts}
     stems = notes["stems"]
     try:
         valid = _validated(text, _task_notes(), notes, chunk) is not None
@@ -434,13 +511,13 @@ def check_dataset(path: Path, *, chunk: int = 20_000) -> DatasetCheck:
         raise repeated_key_error(path, text, exc) from None
     if valid and stems and len(set(stems)) == len(stems):
         _refuse_lone_surrogates(path, text)
-        return DatasetCheck(path=path, sha256=sha256, count=len(stems), weak=notes["weak"])
+        return DatasetCheck(
+            path=path, sha256=sha256, count=len(stems), weak=notes["weak"], facts=facts
+        )
     # The full reader lists every problem, or reads what this one leaves to it
-    # (``{"tasks": [...]}``, an empty list).
+    # (``{"tasks": [...]}``, an empty list, keys left out under the compat switch).
     del text, notes, stems
-    dataset = load_dataset(path)
-    weak = [task for task in dataset.tasks if not task.expected.checks_beyond_status]
-    return DatasetCheck(path=path, sha256=dataset.sha256, count=len(dataset.tasks), weak=weak)
+    return DatasetCheck.of(load_dataset(path, unknown_keys=unknown_keys))
 
 
 def _json_list_chunks(text: str, size: int) -> Iterator[str]:
@@ -495,6 +572,7 @@ class _NotAList(ValueError):
 def _noted(task: TaskSpec, info: ValidationInfo) -> None:
     """What :func:`check_dataset` keeps of a valid task; the task itself is dropped."""
     info.context["stems"].append(task.file_stem)
+    info.context["facts"].add(task)
     if not task.expected.checks_beyond_status:
         info.context["weak"].append(task)
 
@@ -504,8 +582,16 @@ def _task_notes() -> TypeAdapter:
     return TypeAdapter(list[Annotated[TaskSpec, AfterValidator(_noted)]])
 
 
-def _tasks_one_by_one(path: Path, text: str) -> list[TaskSpec]:
-    """The tasks of ``text``, or one ``InputError`` listing every problem with its line."""
+def _tasks_one_by_one(
+    path: Path,
+    text: str,
+    unknown_keys: UnknownKeys = "refuse",
+    ignored: dict[str, list[str]] | None = None,
+) -> list[TaskSpec]:
+    """The tasks of ``text``, or one ``InputError`` listing every problem with its line.
+
+    With ``unknown_keys="warn"``, a task's keys bat does not read are left out (each
+    key path noted in ``ignored`` with the task's id) and the rest validated again."""
     from bat.input_files import parse_json
 
     data = parse_json(text, path)  # a key written twice is refused, as on the fast path
@@ -529,8 +615,10 @@ def _tasks_one_by_one(path: Path, text: str) -> list[TaskSpec]:
             try:
                 task = TaskSpec.model_validate(item)
             except ValidationError as exc:
-                errors.append((index, exc))
-                continue
+                task = _without_unknown_keys(item, exc, ignored) if unknown_keys == "warn" else None
+                if task is None:
+                    errors.append((index, exc))
+                    continue
             if task.id in seen:
                 duplicates.append((index, task.id))
             seen.add(task.id)
@@ -547,7 +635,44 @@ def _tasks_one_by_one(path: Path, text: str) -> list[TaskSpec]:
         line = lines.get((*prefix, index, "id"))
         where = f" (line {line})" if line else ""
         problems.append(f"{path}: tasks[{index}].id{where}: duplicate task id {task_id!r}")
-    raise InputError(f"{path} has {counted(len(problems), 'problem')}", details=problems)
+    hint = (
+        [COMPAT_HINT]
+        if unknown_keys == "refuse" and any(_unknown_keys(e) for _, e in errors)
+        else []
+    )
+    message = f"{path} has {counted(len(problems), 'problem')}"
+    raise InputError(message, details=[*problems, *hint])
+
+
+def _unknown_keys(exc: ValidationError) -> list[tuple]:
+    """The key paths of ``exc``'s errors that are keys bat does not read."""
+    return [tuple(item["loc"]) for item in exc.errors() if item["type"] == "extra_forbidden"]
+
+
+def _without_unknown_keys(
+    item: Any, exc: ValidationError, ignored: dict[str, list[str]] | None
+) -> TaskSpec | None:
+    """The task ``item`` validated without the keys bat does not read, those noted in
+    ``ignored``; None when it has other problems too (they are then all listed)."""
+    import copy
+
+    unknown = _unknown_keys(exc)
+    if not unknown or len(unknown) != len(exc.errors()):
+        return None
+    trimmed = copy.deepcopy(item)
+    try:
+        for loc in unknown:
+            holder = trimmed
+            for part in loc[:-1]:
+                holder = holder[part]
+            del holder[loc[-1]]
+        task = TaskSpec.model_validate(trimmed)
+    except (ValidationError, LookupError, TypeError):  # a path a validator reshaped
+        return None
+    if ignored is not None:
+        for loc in unknown:
+            ignored.setdefault(dotted(loc), []).append(task.id)
+    return task
 
 
 @functools.cache

@@ -1,9 +1,12 @@
 """The inputs of a run, checked before anything starts: what would waste a run.
 
-``eval.run`` (and ``--dry-run``, ``eval.show`` and ``bat doctor``, which say what it
-would refuse) load the dataset, read the agent's files with the environment it will be
-started with, and check every judge's key here, so the refusals are the same wherever
-they are found. ``warnings`` are worth saying but not fatal.
+One set of checks, :func:`project_checks`, is made by ``eval.run``, ``eval.run
+--dry-run``, ``eval.show`` and ``bat doctor`` alike: eval.yaml's and the dataset's
+warnings, every judge's key, the output folder, the agent's files read with the
+environment it will be started with (its telemetry against the dataset's tool checks,
+its checkpoints against tasks of several turns). A refusal is an ``InputError`` wherever
+it is found; ``warnings`` are worth saying but not fatal. It works on a
+:class:`DatasetCheck`, so ``eval.show`` and doctor need not keep a large dataset's tasks.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from pathlib import Path
 
 from bat.errors import InputError
 from bat.evaluation.inputs.agent_settings import AgentSettings
+from bat.evaluation.inputs.compat import COMPAT_LINE
 from bat.evaluation.inputs.config import ResolvedConfig, api_key
-from bat.evaluation.inputs.dataset import Dataset, load_dataset
+from bat.evaluation.inputs.dataset import Dataset, DatasetCheck, load_dataset
 from bat.figures import counted
 
 
@@ -28,13 +32,38 @@ class Preflight:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass
+class Checked:
+    """What :func:`project_checks` found: the agent's settings (when bat starts it) and
+    the warnings worth saying."""
+
+    settings: AgentSettings | None
+    warnings: list[str] = field(default_factory=list)
+
+
 def preflight(resolved: ResolvedConfig) -> Preflight:
-    """Load the dataset and read the agent's settings; refuse what would waste a run:
-    anything that would fail only after every episode ran (a judge without its key)."""
-    dataset = load_dataset(resolved.dataset)
+    """Load the dataset and make :func:`project_checks` on it (``eval.run`` and
+    ``--dry-run``)."""
+    dataset = load_dataset(resolved.dataset, unknown_keys=resolved.unknown_keys)
+    checked = project_checks(resolved, DatasetCheck.of(dataset))
+    return Preflight(dataset=dataset, settings=checked.settings, warnings=checked.warnings)
+
+
+def project_checks(resolved: ResolvedConfig, dataset: DatasetCheck) -> Checked:
+    """The one set of checks before a run: raises ``InputError`` for what would waste a
+    run (anything that would fail only after every episode ran: a judge without its key,
+    telemetry that hides what the dataset checks), and returns the warnings.
+
+    ``eval.run``, ``--dry-run``, ``eval.show`` and ``bat doctor`` all call it, so they
+    warn and refuse alike."""
     agent = resolved.evaluation.agent
     settings = None
-    warnings: list[str] = [*resolved.warnings, *dataset_warnings(dataset)]
+    warnings: list[str] = [
+        *resolved.warnings,
+        *ignored_keys_warnings(dataset, resolved.base),
+        *dataset_warnings(dataset.weak),
+        *new_checks_warnings(resolved, dataset),
+    ]
     if resolved.evaluation.qualitative:
         judge_keys(resolved)
     check_output_dir(resolved.output_dir)
@@ -42,11 +71,61 @@ def preflight(resolved: ResolvedConfig) -> Preflight:
         settings, agent_warnings = check_agent_files(resolved, dataset)
         warnings += agent_warnings
     warnings += extra_spans_warnings(resolved, settings)
-    return Preflight(dataset=dataset, settings=settings, warnings=warnings)
+    return Checked(settings=settings, warnings=warnings)
+
+
+def ignored_keys_warnings(dataset: DatasetCheck, base: Path) -> list[str]:
+    """One warning per key of the tasks left out under ``compat: {unknown_keys: warn}``,
+    naming it and the tasks that have it (the file as eval.yaml names it, under ``base``)."""
+    path = dataset.path.relative_to(base) if dataset.path.is_relative_to(base) else dataset.path
+    return [
+        f"{path}: {key} in {counted(len(ids), 'task')} ({_some(ids)}): a key bat "
+        f"does not read, ignored ({COMPAT_LINE})"
+        for key, ids in dataset.ignored.items()
+    ]
+
+
+def new_checks_warnings(resolved: ResolvedConfig, dataset: DatasetCheck) -> list[str]:
+    """Checks bat-cli 2026.10 ignored (``output_regex``, ``output_must_not_contain``)
+    decide verdicts here: said, with the tasks counted, in a project moving over from
+    bat-cli (the compat switch on, or bat-cli run folders in its output folder), so that
+    a verdict that differs from bat-cli's is not a surprise. bat's own projects (the
+    scaffold's sample dataset uses both checks) are not told about bat-cli."""
+    facts = dataset.facts
+    if not (facts.regex or facts.must_not):
+        return []
+    if resolved.unknown_keys != "warn" and not _has_batcli_runs(resolved.output_dir):
+        return []
+    uses = [
+        f"{name} ({counted(len(ids), 'task')}: {ids.named()})"
+        for name, ids in (
+            ("output_regex", facts.regex),
+            ("output_must_not_contain", facts.must_not),
+        )
+        if ids
+    ]
+    return [
+        f"{' and '.join(uses)}: checks bat-cli 2026.10 ignored decide verdicts here (a task "
+        "bat-cli passed may fail)"
+    ]
+
+
+def _has_batcli_runs(output_dir: Path) -> bool:
+    """A run folder of bat-cli's (``<run>/<model>/summary.json`` in its format) among the
+    first ones of ``output_dir``: the project was evaluated by bat-cli."""
+    from itertools import islice
+
+    from bat.evaluation.log.batcli import is_model_folder
+
+    try:
+        runs = [p for p in islice(output_dir.iterdir(), 50) if p.is_dir()]
+        return any(is_model_folder(m) for run in runs for m in islice(run.iterdir(), 20))
+    except OSError:
+        return False
 
 
 def check_agent_files(
-    resolved: ResolvedConfig, dataset: Dataset
+    resolved: ResolvedConfig, dataset: DatasetCheck | Dataset
 ) -> tuple[AgentSettings, list[str]]:
     """The files of the agent bat will start, checked as ``eval.run`` needs them (its
     root, its command, its config file and telemetry against what the dataset checks);
@@ -65,16 +144,20 @@ def check_agent_files(
             f"CONFIG_PATH names {settings.missing_config}, which does not exist (the "
             "agent would start without its configuration)"
         )
+    if isinstance(dataset, Dataset):
+        dataset = DatasetCheck.of(dataset)
+    facts = dataset.facts
     problems = settings.problems_for(
-        needs_tool_names=any(t.expected.checks_tools for t in dataset.tasks),
-        needs_tool_args=any(c.args_subset for t in dataset.tasks for c in t.expected.tool_calls),
+        needs_tool_names=facts.tool_names, needs_tool_args=facts.tool_args
     )
     if problems:
         raise InputError(
             "the agent's telemetry settings hide what the dataset checks", details=problems
         )
-    multi = [t.id for t in dataset.tasks if len(t.turns) > 1]
-    if multi and settings.config_path is not None and not settings.checkpoints:
+    multi = facts.multi_turn
+    # Only bat-adk reads ``checkpoints``: another agent keeps (or not) its conversations
+    # its own way, and a config.yaml without the key says nothing about it.
+    if multi and settings.uses_bat_adk and settings.config_path and not settings.checkpoints:
         warnings.append(
             f"{counted(len(multi), 'task')} {_have(multi)} several turns but "
             f"{settings.config_path} has "
@@ -101,10 +184,10 @@ def check_output_dir(output_dir: Path) -> None:
             return
 
 
-def dataset_warnings(dataset: Dataset) -> list[str]:
+def dataset_warnings(tasks: list) -> list[str]:
     """Tasks whose pass would prove little: they check nothing but the final status, or
     nothing at all (``status: null`` and no other expectation)."""
-    weak = [task for task in dataset.tasks if not task.expected.checks_beyond_status]
+    weak = [task for task in tasks if not task.expected.checks_beyond_status]
     nothing = [task.id for task in weak if task.expected.status is None]
     status_only = [task.id for task in weak if task.expected.status is not None]
     warnings = []

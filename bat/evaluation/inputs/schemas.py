@@ -176,6 +176,11 @@ _EVAL_YAML_KEYS = {
         "list of them",
         "gates": "what a run must meet to pass (exit 1 when one fails): 'FIGURE OP NUMBER' "
         "or a mapping (docs/ci.md)",
+        "compat": "switches for moving a bat-cli project over step by step",
+    },
+    "CompatSection": {
+        "unknown_keys": "warn: keys bat does not read (bat-cli ignored them) in eval.yaml "
+        "and the dataset are left out with a warning naming each; refuse (default): errors",
     },
     "GateSpec": {
         "name": "the gate's name in tables (default: the gate as written)",

@@ -10,27 +10,21 @@ import json
 from typing import Any
 
 from bat.evaluation.inputs.config import ResolvedConfig
-from bat.evaluation.inputs.dataset import Dataset, DatasetCheck, check_dataset
+from bat.evaluation.inputs.dataset import DatasetCheck, check_dataset
 from bat.figures import counted
 from bat.secrets import display_url
 
 
-def warnings_of(
-    resolved: ResolvedConfig, dataset: DatasetCheck | None = None, settings=None
-) -> list[str]:
-    """What is worth knowing before a run: bat-cli keys without a meaning here, tasks
-    whose pass would prove little, span files that will not be read. Pass the
-    ``dataset`` when it is checked already: a large one takes seconds to read; and the
-    agent's ``settings`` when bat starts it (read with ``read_agent_settings``)."""
-    from bat.evaluation.inputs.preflight import dataset_warnings, extra_spans_warnings
+def warnings_of(resolved: ResolvedConfig, dataset: DatasetCheck | None = None) -> list[str]:
+    """What is worth knowing before a run, from the one set of checks every command
+    makes (:func:`~bat.evaluation.inputs.preflight.project_checks`): raises
+    ``InputError`` for what ``eval.run`` would refuse. Pass the ``dataset`` when it is
+    checked already: a large one takes seconds to read."""
+    from bat.evaluation.inputs.preflight import project_checks
 
-    dataset = check_dataset(resolved.dataset) if dataset is None else dataset
-    # The warnings are about the weak tasks only, so those stand for the dataset.
-    weak = Dataset.model_construct(path=dataset.path, sha256=dataset.sha256, tasks=dataset.weak)
-    spans = extra_spans_warnings(resolved, settings)
-    if resolved.evaluation.agent.start and settings is None:
-        spans = []  # the agent's files were not read: nothing known either way
-    return [*resolved.warnings, *dataset_warnings(weak), *spans]
+    if dataset is None:
+        dataset = check_dataset(resolved.dataset, unknown_keys=resolved.unknown_keys)
+    return project_checks(resolved, dataset).warnings
 
 
 def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None) -> dict[str, Any]:
@@ -38,7 +32,8 @@ def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None)
     without their credentials and ``env`` maps by name only (this is printed)."""
     evaluation = resolved.evaluation
     agent = evaluation.agent
-    dataset = check_dataset(resolved.dataset) if dataset is None else dataset
+    if dataset is None:
+        dataset = check_dataset(resolved.dataset, unknown_keys=resolved.unknown_keys)
     return {
         "file": str(resolved.file),
         "dataset": {

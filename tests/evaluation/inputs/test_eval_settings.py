@@ -453,11 +453,11 @@ def test_a_missing_config_path_file_is_refused_by_eval_run(tmp_path, bat, home):
         eval_yaml="evaluation:\n  agent:\n    env: {CONFIG_PATH: agents/a/config.yaml}\n",
         dotenv="PORT=9448\n",
     )
-    assert show_json(bat, root)["agent"]["url"] == "http://127.0.0.1:9448"
-    # eval.show says where it would look; eval.run refuses to start an agent without it.
-    refused = bat("eval.run", cwd=root)
-    assert refused.code == 2 and "CONFIG_PATH names" in refused.err
-    assert "agents/a/config.yaml, which does not exist" in refused.err
+    # eval.run refuses to start an agent without it, and eval.show says so alike.
+    for command in ("eval.run", "eval.show"):
+        refused = bat(command, cwd=root)
+        assert refused.code == 2 and "CONFIG_PATH names" in refused.err
+        assert "agents/a/config.yaml, which does not exist" in refused.err
     (root / "agents" / "a").mkdir(parents=True)
     (root / "agents" / "a" / "config.yaml").write_text("endpoint: {port: '${A_PORT}'}\n")
     (root / ".env").write_text("PORT=9448\nA_PORT=9449\n")

@@ -484,7 +484,7 @@ def _task_tags(run_dir: Path) -> dict[str, frozenset[str]]:
     if snapshot.is_symlink() or not snapshot.is_file():
         return {}
     try:
-        dataset = load_dataset(snapshot)
+        dataset = load_dataset(snapshot, unknown_keys="warn")  # its tags only
     except InputError:
         return {}
     return {task.id: frozenset(task.all_tags) for task in dataset.tasks}
