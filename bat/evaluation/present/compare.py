@@ -253,7 +253,7 @@ def drop_of(result: dict[str, Any]) -> float:
 
 
 def cannot_tell_of(result: dict[str, Any], alpha: float = 0.05) -> str | None:
-    """"cannot tell: ..." when McNemar's test cannot reach p < ``alpha`` with the
+    """ "cannot tell: ..." when McNemar's test cannot reach p < ``alpha`` with the
     comparison's flipped tasks (:mod:`.power`), else None."""
     from bat.evaluation.present.power import reach
 

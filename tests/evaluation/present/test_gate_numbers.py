@@ -518,7 +518,9 @@ def test_a_baseline_never_passes_a_drop_it_cannot_show(two_runs):
     def prop(value):
         summary.write_text(original)
         edit_json(summary, _set("success_percentage", value))
-        result = bat("eval.gate", "--save", "--baseline", base.name, "--max-drop", "0.05", cwd=project)
+        result = bat(
+            "eval.gate", "--save", "--baseline", base.name, "--max-drop", "0.05", cwd=project
+        )
         assert result.code in (0, 1) and "Traceback" not in result.err, (value, result.err)
         (gate,) = gates_file(project)["gates"]
         assert gate["passed"] is (result.code == 0)
