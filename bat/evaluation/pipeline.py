@@ -447,14 +447,17 @@ def recheck_run(ctx: RunContext, run_dir: Path, dataset: Dataset, *, say: Say = 
 
 
 def gate_stage(
-    ctx: RunContext, run_dir: Path, extra: list, *, say: Say = print
+    ctx: RunContext, run_dir: Path, extra: list, *, say: Say = print, save: bool = True
 ) -> GatesFile | None:
-    """Check the run against eval.yaml's gates and ``extra`` (the command line's): print
-    the table, write gates.json; None (nothing written) when there is no gate."""
+    """Check the run against its gates (eval.yaml's, or without one run.json's: see
+    :mod:`bat.evaluation.present.gate_inputs`) and ``extra`` (the command line's): print
+    the table; with ``save``, write gates.json (and redraw the report beside it, see
+    :mod:`bat.evaluation.present.gate_save`). None (nothing written) when there is no gate."""
     from bat.evaluation.present import gates
+    from bat.evaluation.present.gate_inputs import gate_inputs
 
-    resolved = ctx.resolved
-    specs = [*resolved.config.gates, *extra]
+    inputs = gate_inputs(ctx, run_dir)
+    specs = [*inputs.specs, *extra]
     if not specs:
         return None
     shard = rundir.read_run(run_dir).shard
@@ -469,11 +472,18 @@ def gate_stage(
 
     def task_tags() -> dict[str, frozenset[str]]:
         snapshot = store.layout.tasks_snapshot(run_dir)  # the tasks as they were run
-        path = snapshot if snapshot.is_file() else resolved.dataset
-        dataset = load_dataset(path, unknown_keys=resolved.unknown_keys)
+        if not snapshot.is_file() and inputs.dataset is None:
+            return {}
+        # Only the tags are wanted: keys bat does not read (a compat run's) are no reason
+        # to refuse the tasks the run already ran.
+        path = snapshot if snapshot.is_file() else inputs.dataset
+        dataset = load_dataset(path, unknown_keys="warn")
         return {task.id: frozenset(task.all_tags) for task in dataset.tasks}
 
-    result = gates.evaluate(run_dir, specs, task_tags, resolved.output_dir)
-    gates.write(run_dir, result, ctx.scrubber)
+    result = gates.evaluate(run_dir, specs, task_tags, inputs.output_dir)
     say(ctx.scrub(safe(gates.table(result))))
+    if save:
+        from bat.evaluation.present.gate_save import save as save_gates
+
+        save_gates(run_dir, result, ctx.scrubber)
     return result

@@ -182,7 +182,8 @@ def show(c: Context, json: bool = False) -> None:
         "dry_run": "Check everything and print the plan; start and write nothing.",
         "gate": "A gate, 'FIGURE OP NUMBER' (repeatable), beside eval.yaml's gates.",
         "baseline": "Gate on no significant regression against this run.",
-        "max_drop": "With --baseline: the largest pass-rate drop allowed (0.05 = 5 points).",
+        "max_drop": "With --baseline: the largest pass-rate drop allowed, a fraction (0.05 = "
+        "5 points). No default: without it a drop too small a sample cannot judge fails.",
         "export": "NAME:PATH, repeatable: export the run at its end (as eval.export --to; "
         "checked before the agent starts; PATH - is standard output).",
         "view": "Serve the viewer (eval.view) beside the run and print its URL; it stops "
@@ -329,10 +330,14 @@ def conclude(c: Context) -> None:
     stage=True,
     iterable=["gate"],
     help={
-        "run": "Run directory or run id (default: the latest run).",
+        "run": "Run directory or run id (default: the latest run); a directory needs no "
+        "eval.yaml (the gates the run ran with are read from its run.json).",
         "gate": "A gate, 'FIGURE OP NUMBER' (repeatable), beside eval.yaml's gates.",
         "baseline": "Gate on no significant regression against this run.",
-        "max_drop": "With --baseline: the largest pass-rate drop allowed (0.05 = 5 points).",
+        "max_drop": "With --baseline: the largest pass-rate drop allowed, a fraction (0.05 = "
+        "5 points). No default: without it a drop too small a sample cannot judge fails.",
+        "save": "Record the answer as the run's gates: write gates.json and redraw the "
+        "report beside the run (without it, nothing is written).",
     },
 )
 def gate(
@@ -341,16 +346,20 @@ def gate(
     gate: list[str] | None = None,
     baseline: str | None = None,
     max_drop: str | None = None,
+    save: bool = False,
 ) -> None:
-    """Check a run against its gates (eval.yaml's gates: and --gate): table and gates.json.
+    """Check a run against gates (eval.yaml's gates: and --gate): a what-if, or --save.
 
-    Exit status 1 when a gate failed, 3 when the run's numbers cannot be trusted
-    (infrastructure failures over evaluation.max_infra_failures, a model not evaluated).
+    Prints the table and exits 1 when a gate failed, 3 when the run's numbers cannot be
+    trusted (infrastructure failures over evaluation.max_infra_failures, a model not
+    evaluated). A run's gates are those it ran with: this writes nothing unless --save,
+    which replaces the run's gates.json and redraws the report beside it together.
     Without any gate, nothing is checked and nothing is written.
     """
     from bat.errors import GateFailed, IncompleteRun
     from bat.evaluation.inputs.gate_specs import command_line_gates
     from bat.evaluation.pipeline import gate_stage
+    from bat.evaluation.present.gate_inputs import gate_inputs
     from bat.evaluation.present.gates import trust_problems
 
     if baseline:
@@ -361,12 +370,21 @@ def gate(
     else:
         specs = command_line_gates(gate or [], baseline, _number(max_drop, "--max-drop"))
     run_dir = _stage_run(c, run)
-    result = gate_stage(ctx, run_dir, specs)
+    record = ctx.chained or save  # a chain records the gates its run ran with
+    result = gate_stage(ctx, run_dir, specs, save=record)
     failed = [f"{g.name} [{g.model}]: {g.detail}" for g in (result.failed if result else [])]
     if ctx.chained:
         ctx.gates_failed = failed  # conclude decides the exit status, last
         return
-    untrusted = trust_problems(run_dir, ctx.resolved.evaluation.max_infra_failures, ctx.infra)
+    if result is not None:
+        print(
+            f"Recorded in {run_dir.name}/gates.json"
+            if save
+            else f"A what-if: nothing recorded ({run_dir.name}'s gates are those it ran "
+            "with; --save records these)"
+        )
+    budget = gate_inputs(ctx, run_dir).max_infra_failures
+    untrusted = trust_problems(run_dir, budget, ctx.infra)
     if untrusted:
         raise IncompleteRun(f"{run_dir.name}: the numbers are incomplete", details=untrusted)
     if failed:
@@ -473,8 +491,10 @@ def plot(c: Context, folder: str | None = None, filter: str | None = None) -> No
         "b": "Second side, the same way.",
         "json": "Print the comparison as JSON, for scripts.",
         "fail_on_regression": "Exit 1 when B regressed from A: McNemar's p < 0.05 with "
-        "more tasks regressed than improved (or a drop over --max-drop).",
-        "max_drop": "With --fail-on-regression: the largest pass-rate drop allowed (0.05).",
+        "more tasks regressed than improved, a drop over --max-drop, or (without "
+        "--max-drop) a drop too few tasks flipped to judge.",
+        "max_drop": "With --fail-on-regression: the largest pass-rate drop allowed, a "
+        "fraction (0.05 = 5 points). No default.",
     },
 )
 def compare(
@@ -491,7 +511,14 @@ def compare(
 
     from bat.errors import GateFailed, UsageError
     from bat.evaluation.inputs.gate_specs import checked_drop
-    from bat.evaluation.present.compare import card_warnings, regression, render, resolve_side
+    from bat.evaluation.present.compare import (
+        cannot_tell_of,
+        card_warnings,
+        drop_of,
+        regression,
+        render,
+        resolve_side,
+    )
     from bat.evaluation.present.compare import compare as compare_sides
 
     _check_run(a, "-a")
@@ -503,6 +530,8 @@ def compare(
     side_a, side_b = resolve_side(a, output_dir), resolve_side(b, output_dir)
     result = compare_sides(side_a, side_b)
     print(json_module.dumps(result, indent=2) if json else render(result))
+    if not json and drop_of(result) > 0 and (note := cannot_tell_of(result)):
+        print(f"Whether B regressed: {note}")  # "not significant" would say too much
     for line in card_warnings(side_a, side_b):  # what makes the two not comparable
         print(f"warning: {line}", file=sys.stderr)
     if fail_on_regression:

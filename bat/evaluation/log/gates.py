@@ -1,4 +1,5 @@
-"""``gates.json``: what the gates of a run said (``bat.gates/1``), written by ``eval.gate``.
+"""``gates.json``: what the gates of a run said (``bat.gates/1``), written by the gate stage
+of a run's chain or ``eval.gate --save`` (a plain ``eval.gate`` is a what-if that writes nothing).
 
 One entry per gate and scope (a gate on each model is one entry per model). ``value`` is
 the figure measured (``None`` when it could not be computed, which fails the gate) and

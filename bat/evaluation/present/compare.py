@@ -215,22 +215,48 @@ def regression(
 ) -> tuple[float, bool, str]:
     """Did side B regress from side A? ``(drop, regressed, why)``: the drop of the pass
     rate (A − B, a fraction), and whether it is a regression — McNemar's p under
-    ``alpha`` with more tasks regressed than improved, or a drop over ``max_drop``."""
-    drop = round((result["a"]["success_percentage"] - result["b"]["success_percentage"]) / 100, 4)
+    ``alpha`` with more tasks regressed than improved, or a drop over ``max_drop``.
+
+    A drop the test *cannot tell* about (too few flipped tasks for any p < ``alpha``,
+    :mod:`.power`) is a regression unless ``max_drop`` is given: then the drop alone
+    decides. Passing it for want of evidence would let a 25-point drop on 8 tasks
+    through."""
+    drop = drop_of(result)
     regressed, improved, p = result["regressed"], result["improved"], result["mcnemar_p"]
     if not math.isfinite(drop):  # NaN compares false with any bound: never a pass
         return drop, True, "the pass rates are not numbers bat can compare"
     significant = p < alpha and len(regressed) > len(improved)
     too_far = max_drop is not None and drop > max_drop
+    cannot_tell = cannot_tell_of(result, alpha) if drop > 0 else None
     why = (
         f"pass rate {points(-drop)}; {counted(len(regressed), 'task')} regressed, "
         f"{len(improved)} improved; McNemar p = {number(p)}"
     )
     if significant:
         why += f" < {alpha:g}: a significant regression"
+    if cannot_tell:
+        why += f"; {cannot_tell}"
+        if max_drop is None:
+            why += "; a drop the test cannot judge fails unless a largest drop is allowed "
+            why += "(--max-drop, or max_drop: in eval.yaml)"
     if too_far:
         why += f"; the drop is over {max_drop:g}"
     if regressed:
         shown = ", ".join(regressed[:5]) + (" ..." if len(regressed) > 5 else "")
         why += f" (regressed: {shown})"
-    return drop, significant or too_far, why
+    return drop, significant or too_far or bool(cannot_tell and max_drop is None), why
+
+
+def drop_of(result: dict[str, Any]) -> float:
+    """How far B's pass rate is under A's, a fraction (negative: B is higher)."""
+    return round((result["a"]["success_percentage"] - result["b"]["success_percentage"]) / 100, 4)
+
+
+def cannot_tell_of(result: dict[str, Any], alpha: float = 0.05) -> str | None:
+    """ "cannot tell: ..." when McNemar's test cannot reach p < ``alpha`` with the
+    comparison's flipped tasks (:mod:`.power`), else None."""
+    from bat.evaluation.present.power import reach
+
+    flipped = len(result["regressed"]) + len(result["improved"])
+    found = reach(result["paired_tasks"], flipped, alpha)
+    return None if found.can_tell else found.text()

@@ -168,7 +168,7 @@ def test_gates_json_is_shown_in_markdown_and_json(made, tmp_path):
     gated = tmp_path / "gated.yaml"
     gated.write_text(yaml.safe_dump(config))
     env = {"HOME": str(home), "BAT_EVAL_FILE": str(gated)}
-    result = run_bat("eval.gate", "--run", str(copy), cwd=project, env=env)
+    result = run_bat("eval.gate", "--save", "--run", str(copy), cwd=project, env=env)
     assert result.code == 3, result.err  # the hang: the gates are written, not trusted
     gates = json.loads((copy / "gates.json").read_text(encoding="utf-8"))
     assert [g["passed"] for g in gates["gates"]] == [True, False]

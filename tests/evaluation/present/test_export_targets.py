@@ -296,8 +296,8 @@ def test_a_symlinked_run_folder_is_refused_by_every_writer(made, tmp_path):
     run_dir.symlink_to(outside, target_is_directory=True)
     before = fingerprint(outside)
     for args in (
-        ["eval.gate", "--gate", "pass_at_1 >= 0.5"],
-        ["eval.gate", "--run", run_dir.name, "--gate", "pass_at_1 >= 0.5"],
+        ["eval.gate", "--save", "--gate", "pass_at_1 >= 0.5"],
+        ["eval.gate", "--save", "--run", run_dir.name, "--gate", "pass_at_1 >= 0.5"],
         ["eval.summarize", "--run", str(run_dir)],
         ["eval.verdict"],
         ["eval.judge"],

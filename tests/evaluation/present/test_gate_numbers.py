@@ -121,7 +121,7 @@ def _drop(key):
 def test_a_baseline_without_readable_numbers_fails_the_gate(two_runs, change, why):
     project, base = two_runs
     edit_json(base / "m" / "summary.json", change)
-    result = bat("eval.gate", "--baseline", base.name, "--max-drop", "0.05", cwd=project)
+    result = bat("eval.gate", "--save", "--baseline", base.name, "--max-drop", "0.05", cwd=project)
     assert result.code == 1, result.err  # main: exit 0, a drop of 33 points passed
     assert "Traceback" not in result.err
     (gate,) = gates_file(project)["gates"]
@@ -131,7 +131,7 @@ def test_a_baseline_without_readable_numbers_fails_the_gate(two_runs, change, wh
 
 def test_a_readable_baseline_still_catches_the_drop(two_runs):
     project, base = two_runs
-    result = bat("eval.gate", "--baseline", base.name, "--max-drop", "0.05", cwd=project)
+    result = bat("eval.gate", "--save", "--baseline", base.name, "--max-drop", "0.05", cwd=project)
     assert result.code == 1
     (gate,) = gates_file(project)["gates"]
     assert gate["value"] == 0.3333 and "the drop is over 0.05" in gate["detail"]
@@ -172,7 +172,7 @@ def test_a_run_whose_metrics_hold_impossible_times_fails_its_gates_with_the_reas
             row["wall_time_s"] = wall
 
     edit_json(newer / "m" / "metrics.json", change)
-    result = bat("eval.gate", "--gate", "latency.max < 5", cwd=project)
+    result = bat("eval.gate", "--save", "--gate", "latency.max < 5", cwd=project)
     assert result.code == 1 and "Traceback" not in result.err
     (gate,) = gates_file(project)["gates"]  # main: "value": NaN, no strict reader reads it
     assert gate["passed"] is False and gate["value"] is None
@@ -235,7 +235,7 @@ def test_a_run_whose_metrics_hold_impossible_counts_fails_its_gates(two_runs, ch
             change(row)
 
     edit_json(run_dirs(project)[-1] / "m" / "metrics.json", every_row)
-    result = bat("eval.gate", "--gate", gate, cwd=project)
+    result = bat("eval.gate", "--save", "--gate", gate, cwd=project)
     assert result.code == 1 and "Traceback" not in result.err, result.err
     (gate_result,) = gates_file(project)["gates"]
     assert gate_result["passed"] is False and why in gate_result["detail"]
@@ -518,7 +518,9 @@ def test_a_baseline_never_passes_a_drop_it_cannot_show(two_runs):
     def prop(value):
         summary.write_text(original)
         edit_json(summary, _set("success_percentage", value))
-        result = bat("eval.gate", "--baseline", base.name, "--max-drop", "0.05", cwd=project)
+        result = bat(
+            "eval.gate", "--save", "--baseline", base.name, "--max-drop", "0.05", cwd=project
+        )
         assert result.code in (0, 1) and "Traceback" not in result.err, (value, result.err)
         (gate,) = gates_file(project)["gates"]
         assert gate["passed"] is (result.code == 0)

@@ -100,7 +100,7 @@ def test_every_figure_reads_the_number_the_run_files_hold(judged):
         "agent_errors.timeout == 0": 0.0,
     }
     args = [arg for gate in gates for arg in ("--gate", gate)]
-    result = bat("eval.gate", *args, cwd=project)
+    result = bat("eval.gate", "--save", *args, cwd=project)
     assert result.code == 0, result.err
     written = gates_of(run_dir)
     assert written["schema"] == "bat.gates/1" and written["passed"] is True
@@ -126,7 +126,7 @@ def test_every_figure_reads_the_number_the_run_files_hold(judged):
 )
 def test_a_failing_gate_exits_1_and_says_why(judged, gate, detail):
     project, run_dir = judged
-    result = bat("eval.gate", "--gate", "pass_rate > 0", "--gate", gate, cwd=project)
+    result = bat("eval.gate", "--save", "--gate", "pass_rate > 0", "--gate", gate, cwd=project)
     assert result.code == 1, result.err
     assert result.err.splitlines()[0] == "bat: error: 1 gate failed"
     assert detail in result.err and "Traceback" not in result.err
@@ -150,7 +150,7 @@ def test_scopes_tasks_tags_must_pass_and_pooled_models(judged):
         ],
     )
     try:
-        result = bat("eval.gate", cwd=project)
+        result = bat("eval.gate", "--save", cwd=project)
     finally:
         set_gates(project, [])
     assert result.code == 1
