@@ -65,6 +65,7 @@ class RunContext:
     # What is known of the run folder: model folder -> (what it was made from, result).
     summaries: dict[Path, tuple[tuple, Summary]] = field(default_factory=dict)
     infra: dict[Path, tuple[str, set[tuple[str, int]]]] = field(default_factory=dict)
+    image: str | None = None  # eval.run --image: the agent's image, over eval.yaml's
     _extra_secrets: list[str] = field(default_factory=list)
     _given: ResolvedConfig | None = None
 
@@ -94,11 +95,17 @@ class RunContext:
 
         if self.config_file is None:
             raise InputError("this needs an evaluation configuration (eval.yaml)")
-        return load_config(self.config_file)
+        return load_config(self.config_file, image=self.image)
 
     def with_image(self, reference: str) -> None:
-        """Evaluate the agent from its container image ``reference`` (eval.run --image)."""
-        self.__dict__["resolved"] = self.resolved.with_image(reference)
+        """Evaluate the agent from its container image ``reference`` (eval.run --image):
+        eval.yaml is read with it, as if it were its ``evaluation.agent.image``, so the
+        settings that need an image (``replicas``) take the one given here."""
+        if self._given is not None:
+            self.__dict__["resolved"] = self._given.with_image(reference)
+        else:
+            self.image = reference
+            self.__dict__.pop("resolved", None)
         self.__dict__.pop("scrubber", None)
 
     @cached_property

@@ -35,7 +35,7 @@ from bat.evaluation.log import run as rundir
 from bat.evaluation.log import store
 from bat.evaluation.log.episode import EpisodeResult, Verdict
 from bat.evaluation.log.gates import GatesFile
-from bat.evaluation.log.run import ModelEntry, RunRecord
+from bat.evaluation.log.run import TAIL_SHOWN, ModelEntry, RunRecord
 from bat.evaluation.log.summary import Summary, Totals
 from bat.evaluation.run.model_run import ModelRecord, agent_log, failed, model_record, run_model
 from bat.evaluation.stats import row_of, summarize
@@ -210,8 +210,11 @@ def _evaluate_model(
         )
     except BatError as exc:
         several = record.replicas is not None and record.replicas > 1
-        failed(record, exc.message, agent_log(run_dir, record, 1 if several else None))
+        log = getattr(exc, "log", None) or agent_log(run_dir, record, 1 if several else None)
+        failed(record, exc.message, log)
         say(f"[{record.label}] could not be evaluated: {exc.message}")
+        for line in record.log_tail[-TAIL_SHOWN:]:  # the end of the log the reason names
+            say(f"  | {safe(line)}")
         _summarize_model_of(ctx, record)
         return exc
     except BaseException:
@@ -252,7 +255,7 @@ def _conclude(ctx: RunContext, records: list[ModelRecord], errors: list[BatError
         details = []
         for record in lost:
             details.append(f"{record.label}: {record.reason}")
-            details += [f"  | {line}" for line in record.log_tail[-5:]]
+            details += [f"  | {line}" for line in record.log_tail[-TAIL_SHOWN:]]
         raise OperationError(f"no model could be evaluated (run {run_dir.name})", details=details)
     from bat.evaluation.present.gates import trust_problems
 

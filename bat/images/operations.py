@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from bat.errors import BatError
 from bat.figures import seconds
 from bat.images.archive import LogFile, context_archive
 from bat.images.credentials import Credentials
 from bat.images.display import BuildDisplay, PushDisplay
+from bat.images.last_build import record_build
 from bat.images.remote import RemoteDocker, SshOptions
 from bat.images.settings import HostSpec, ImageSettings
 from bat.images.stream import BuildTracker, PushTracker
@@ -84,6 +86,10 @@ def build_image(
         log.write(f"built {settings.ref} ({image_id}) in {seconds(took)}")
     short = image_id.removeprefix("sha256:")[:12]
     display.line(f"Built {settings.ref} (image {short}) in {seconds(took)}; log: {log.shown()}")
+    try:  # what `eval.run --image` evaluates (bat.images.last_build)
+        record_build(settings, image_id, host)
+    except (OSError, BatError) as exc:  # the image is built all the same
+        display.line(f"  (not recorded as the last build: {getattr(exc, 'message', exc)})")
     return BuildOutcome(settings.ref, image_id, log.path, took)
 
 

@@ -193,8 +193,8 @@ def show(c: Context, json: bool = False) -> None:
         "CI_NODE_TOTAL; auto/N: a Kubernetes Indexed Job's JOB_COMPLETION_INDEX); "
         "bat eval.merge puts the slices together.",
         "image": "Start the agent from image REF on the Docker engine (default: the image "
-        "bat build tags, or built earlier on this command line); evaluation.agent.replicas "
-        "containers share the episodes.",
+        "bat build built earlier on this command line, else the last one it built here); "
+        "evaluation.agent.replicas containers share the episodes.",
     },
 )
 def run(
@@ -241,7 +241,7 @@ def run(
     sliced = Shard.parse(shard) if shard is not None else None
     ctx = context(c)
     image = setting(c, image, "eval.image", None)  # eval.image: a chain's way to set it
-    if image not in (None, False):  # --image alone is True: the image bat build tags
+    if image not in (None, False):  # --image alone is True: the image bat build made
         ctx.with_image(image if isinstance(image, str) and image else _built_image(c))
     resolved = ctx.resolved
     # A bad one (unknown name, a device, an input) before any agent starts or episode runs.
@@ -302,11 +302,27 @@ def _enter_agent(c: Context, name: str) -> None:
 
 
 def _built_image(c: Context) -> str:
-    """The image ``bat build`` tags here, with the flags of a build earlier on this
-    command line (``bat build --version 2 eval.run --image`` evaluates what it built)."""
-    from bat.tasks.images import _target
+    """The image ``bat build`` built here: by a build earlier on this command line (``bat
+    build --version 2 eval.run --image``, its flags), else the last one recorded in the
+    context (``bat.images.last_build``), else the tag a build would give now (said)."""
+    import sys
 
-    return _target(c, {}, require_registry=False).settings.ref
+    from bat.images.last_build import image_to_evaluate
+    from bat.tasks._chain import chain
+    from bat.tasks.images import _target
+    from bat.terminal import safe
+
+    target = _target(c, {}, require_registry=False)
+    if chain(c).images_built:
+        return target.settings.ref
+    choice = image_to_evaluate(target.settings)
+    # Printed as it is: image references and dates, no secret of eval.yaml (and the
+    # scrubber is not made before eval.yaml is read with the image).
+    if choice.recorded:
+        print(safe(choice.note))
+    else:
+        print(f"warning: {safe(choice.note)}", file=sys.stderr)
+    return choice.ref
 
 
 @task(klass=BatTask)

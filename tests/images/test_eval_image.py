@@ -202,3 +202,45 @@ def test_build_eval_of_that_image_gate_push_on_one_command_line(agent, engine, t
     finally:
         with contextlib.suppress(Exception):
             client.remove_image(ref, force=True)
+
+
+def test_replicas_of_eval_yaml_take_the_image_of_the_command_line(agent, engine, tmp_path):
+    """eval.yaml says `replicas: 2` and no image: `--image REF` is the image (issue 28)."""
+    _root, ref, env = agent
+    _, client, _ = engine
+    folder = project(tmp_path / "replicas", TASKS[:4], replicas=2)
+    result = run_bat("eval.run", "--image", ref, cwd=folder, env=env, timeout=180)
+    assert result.code == 0, result.out + result.err
+    assert f"starting the agent: {ref} ×2" in result.out
+    (run_dir,) = run_dirs(folder)
+    assert all(e["verdict"]["passed"] for e in episodes(run_dir).values())
+    model = json.loads((run_dir / "run.json").read_text())["models"][0]
+    assert model["replicas"] == 2 and model["image"] == client.inspect_image(ref)["Id"]
+    assert left_behind(client, run_dir) == []
+
+
+def test_image_alone_evaluates_what_a_separate_bat_build_made(agent, engine):
+    """`bat build --version t3`, then `bat eval.run --image` on its own command line: the
+    image evaluated is :t3, read from the build's record, not the tag agent.json gives."""
+    root, ref, env = agent
+    _, client, _ = engine
+    record = root / ".bat" / "last-build.json"
+    saved = record.read_text()  # the module's build: the other tests evaluate that one
+    t3 = ref.rsplit(":", 1)[0] + ":t3"
+    try:
+        built = run_bat("build", "--version", "t3", cwd=root, env=env, timeout=180)
+        assert built.code == 0, built.out + built.err
+        assert json.loads(record.read_text())["image_id"] == client.inspect_image(t3)["Id"]
+        project(root, TASKS[:2])
+        result = run_bat("eval.run", "--image", cwd=root, env=env, timeout=180)
+        assert result.code == 0, result.out + result.err
+        assert f"--image: evaluating {t3}, built last here by bat build (" in result.out
+        assert f"a build now would tag {ref}" in result.out
+        assert f"starting the agent: {t3} ×1" in result.out
+        run_dir = run_dirs(root)[-1]
+        model = json.loads((run_dir / "run.json").read_text())["models"][0]
+        assert model["image"] == client.inspect_image(t3)["Id"]
+    finally:
+        record.write_text(saved)
+        with contextlib.suppress(Exception):
+            client.remove_image(t3, force=True)

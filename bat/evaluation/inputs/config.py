@@ -710,11 +710,43 @@ def _env_values_as_written(data: dict, text: str) -> None:
         paths[path][path[-1]] = written
 
 
-def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> ResolvedConfig:
+def _give_image(data: dict[str, Any], image: str) -> None:
+    """Put ``--image``'s reference in ``data`` as ``evaluation.agent.image`` (a section
+    that is not a mapping is left as it is, for validation to report)."""
+    from pydantic import TypeAdapter
+
+    try:
+        TypeAdapter(Text).validate_python(image)
+    except ValidationError as exc:
+        raise UsageError(f"--image {image!r}: {exc.errors()[0]['msg']}") from None
+    evaluation = data.setdefault("evaluation", {})
+    if evaluation is None:
+        evaluation = data["evaluation"] = {}
+    agent = evaluation.setdefault("agent", {}) if isinstance(evaluation, dict) else None
+    if agent is None and isinstance(evaluation, dict):
+        agent = evaluation["agent"] = {}
+    if not isinstance(agent, dict):
+        return
+    try:
+        start = TypeAdapter(Flag).validate_python(agent.get("start", True))
+    except ValidationError:
+        start = True  # not a yes or no: validation says so
+    if not start:
+        raise UsageError(
+            "--image starts the agent from its image, but evaluation.agent.start is false"
+        )
+    agent["image"] = image
+
+
+def load_config(
+    file: Path = DEFAULT_FILE, *, base: Path | None = None, image: str | None = None
+) -> ResolvedConfig:
     """Read, validate and resolve an eval.yaml; relative paths are taken from ``base`` (cwd).
 
     The file is read by bat's bounded reader (size, UTF-8, aliases, duplicate keys);
-    lines are worked out only for a file that has problems.
+    lines are worked out only for a file that has problems. ``image`` (``eval.run
+    --image``) is the agent's image, as if ``evaluation.agent.image`` said it: given
+    before the file is validated, so what needs an image (``replicas``) accepts it.
     """
     from bat.dotenv import read_dotenv
     from bat.evaluation.inputs.agent_settings import AgentSettings, agent_address
@@ -735,6 +767,8 @@ def load_config(file: Path = DEFAULT_FILE, *, base: Path | None = None) -> Resol
     dotenv = read_dotenv(root / ".env")
     unset: dict[tuple, str] = {}  # key path -> its problem: an unset ${VAR}
     _expand_variables(data, {**dotenv, **os.environ}, file, text, unset)
+    if image is not None:
+        _give_image(data, image)
     problems = list(unset.values())
     single_judge = data.get("judge") is not None and not isinstance(data.get("judge"), list)
     fix_path = _single_judge_path if single_judge else None

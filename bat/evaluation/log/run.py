@@ -70,6 +70,10 @@ def find_run(output_dir: Path, run: str | None) -> Path:
     return runs[-1].parent
 
 
+# Lines of a failed model's log_tail printed under its reason (run.json keeps more).
+TAIL_SHOWN = 5
+
+
 class ModelEntry(BaseModel):
     """A model's entry in run.json: who it is, and how its part of the run went."""
 

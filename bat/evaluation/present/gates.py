@@ -328,11 +328,11 @@ def trust_problems(
     infrastructure failures than ``max_infra_failures`` (``infra``: what the stages
     before counted, while the episodes are unchanged)."""
     record = rundir.read_run(run_dir)
-    problems = [
-        f"{model.label} could not be evaluated: {model.reason}"
-        for model in record.models
-        if model.status == "failed"
-    ]
+    problems = []
+    for model in record.models:
+        if model.status == "failed":  # its reason, then the end of the log it names
+            problems.append(f"{model.label} could not be evaluated: {model.reason}")
+            problems += [f"  | {line}" for line in model.log_tail[-rundir.TAIL_SHOWN :]]
     if record.missing_episodes:  # eval.merge --partial
         problems.append(
             f"{counted(len(record.missing_episodes), 'planned episode')} missing "

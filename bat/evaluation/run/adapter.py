@@ -337,6 +337,7 @@ def _client(card: Any, bindings: list[str], http: Any) -> Any:
         streaming=bool(card.capabilities.streaming),
         httpx_client=http,
         supported_protocol_bindings=bindings,
+        accepted_output_modes=accepted_output_modes(card),
     )
     if GRPC in bindings:
         import grpc
@@ -350,6 +351,21 @@ def _client(card: Any, bindings: list[str], http: Any) -> Any:
             f"a2a-sdk cannot speak the agent's {interface.protocol_binding} interface of "
             f"protocol version {interface.protocol_version!r:.40}: {exc}"
         ) from None
+
+
+def accepted_output_modes(card: Any) -> list[str]:
+    """The output modes every request says bat accepts: all the card says the agent
+    produces (its default modes, then its skills' own), else ``text/plain``.
+
+    a2a-sdk 0.2.4 to 0.2.12 require ``configuration.acceptedOutputModes`` in each
+    ``message/send`` and ``message/stream`` (a list of at least one mode, or a2a-sdk's
+    0.3 transport leaves the key out) and refuse the request without it. bat reads
+    whatever comes back, so it narrows nothing: an agent that honours the list is not
+    made to answer differently than it would to any client."""
+    modes = list(card.default_output_modes)
+    for skill in card.skills:
+        modes += skill.output_modes
+    return list(dict.fromkeys(mode for mode in modes if mode)) or ["text/plain"]
 
 
 def _refused(exc: BaseException) -> bool:

@@ -48,7 +48,7 @@ from urllib.parse import urlsplit
 
 from bat.errors import OperationError
 from bat.evaluation.run.agent_card import CARD_PATHS, card_answers
-from bat.evaluation.run.agent_process import StartedAgent, tail
+from bat.evaluation.run.agent_process import AgentStartError, StartedAgent
 
 LABEL = "org.bat.eval"  # the run folder; beside it .model and .replica
 
@@ -231,18 +231,18 @@ class ContainerAgent(StartedAgent):
         if self.alive():
             return None
         self._settle()  # its last words into the log first
-        return OperationError(
+        return AgentStartError(
             f"the agent's container ({self.image}) ended with {self.describe_exit()} "
-            f"before it was ready; end of {self.log}:",
-            details=tail(self.log),
+            "before it was ready",
+            self.log,
         )
 
     def _too_slow(self) -> OperationError:
-        return OperationError(
+        return AgentStartError(
             f"the agent's container did not answer at {self.url}{CARD_PATHS[0]} within "
             f"{self.startup_timeout_s:g} s (evaluation.agent_startup_timeout_s; does the "
-            f"image listen on PORT?); end of {self.log}:",
-            details=tail(self.log),
+            "image listen on PORT?)",
+            self.log,
         )
 
     def alive(self) -> bool:

@@ -38,6 +38,16 @@ from bat.evaluation.run.agent_watchdog import MARK, marked_groups, stop_group
 from bat.uv_binary import find_uv
 
 
+class AgentStartError(OperationError):
+    """An agent that exited or did not answer before it was ready. It names its own
+    log (a replica's, when there are several): a model that could not be evaluated is
+    recorded, and printed, with the end of that log (``model_run.failed``)."""
+
+    def __init__(self, message: str, log: Path) -> None:
+        super().__init__(f"{message}; end of {log}:", details=tail(log))
+        self.log = log
+
+
 class StartedAgent:
     """What an agent bat starts does the same way, a process or a container: waiting
     until its card answers, and a restart. The subclass says how it ended (``_ended``:
@@ -209,18 +219,16 @@ class AgentProcess(StartedAgent):
     def _ended(self) -> OperationError | None:
         if self.proc is None or self.proc.poll() is None:
             return None
-        return OperationError(
-            f"the agent exited with status {self.proc.returncode} before it was ready; "
-            f"end of {self.log}:",
-            details=tail(self.log),
+        return AgentStartError(
+            f"the agent exited with status {self.proc.returncode} before it was ready",
+            self.log,
         )
 
     def _too_slow(self) -> OperationError:
-        return OperationError(
+        return AgentStartError(
             f"the agent did not answer at {self.url}{CARD_PATHS[0]} within "
-            f"{self.startup_timeout_s:g} s (evaluation.agent_startup_timeout_s); "
-            f"end of {self.log}:",
-            details=tail(self.log),
+            f"{self.startup_timeout_s:g} s (evaluation.agent_startup_timeout_s)",
+            self.log,
         )
 
     def alive(self) -> bool:

@@ -31,6 +31,12 @@ def test_a_model_that_cannot_start_does_not_stop_the_next(tmp_path, bat, home):
     result = bat("eval.run", cwd=project, charts=True)
     assert result.code == 3, result.out + result.err
     assert "openai:broken could not be evaluated" in result.err
+    # The end of the agent's log under the reason, as the model fails and at the end.
+    said = result.out.splitlines()
+    (at,) = [n for n, line in enumerate(said) if "[openai:broken] could not be evaluated" in line]
+    assert said[at].endswith("agent-openai_broken.log:"), said[at]
+    assert said[at + 1] == "  | echo_agent: error: exiting during start-up, as asked", said
+    assert "  - | echo_agent: error: exiting during start-up, as asked" in result.err
     (run_dir,) = run_dirs(project)
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "partial"
