@@ -12,6 +12,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bat.agent_python import AgentPython, find_agent_python, runs_uv
 from bat.errors import InputError
 from bat.evaluation.inputs.agent_settings import AgentSettings
 from bat.evaluation.inputs.config import ResolvedConfig, api_key
@@ -26,6 +27,7 @@ class Preflight:
     dataset: Dataset
     settings: AgentSettings | None
     warnings: list[str] = field(default_factory=list)
+    agent_python: AgentPython | None = None  # the Python uv is to run the agent with
 
 
 def preflight(resolved: ResolvedConfig) -> Preflight:
@@ -42,7 +44,21 @@ def preflight(resolved: ResolvedConfig) -> Preflight:
         settings, agent_warnings = check_agent_files(resolved, dataset)
         warnings += agent_warnings
     warnings += extra_spans_warnings(resolved, settings)
-    return Preflight(dataset=dataset, settings=settings, warnings=warnings)
+    checked = Preflight(dataset=dataset, settings=settings, warnings=warnings)
+    checked.agent_python = agent_python(resolved)
+    return checked
+
+
+def agent_python(resolved: ResolvedConfig) -> AgentPython | None:
+    """The Python uv is to start the agent with, found now (``bat.agent_python``):
+    no Python the agent's project allows is refused before anything starts, not left
+    to uv's download that fails offline. None when bat starts no agent with ``uv run``."""
+    agent = resolved.evaluation.agent
+    if not agent.start or agent.image is not None or not runs_uv(agent.command):
+        return None
+    from bat.uv_binary import find_uv
+
+    return find_agent_python(resolved.root, resolved.agent_environment, uv=find_uv())
 
 
 def check_agent_files(
