@@ -50,6 +50,13 @@ KNOWN_MINORS = tuple(f"3.{minor}" for minor in range(8, 16))
 _PROBE = "import sys; print(sys.implementation.name, *sys.version_info[:3]); print(sys.executable)"
 _NAME = re.compile(r"python(3(\.\d+)?)?")
 _WHERE = ("UV_PYTHON", "uv", "PATH", "pyenv", "asdf", "/usr/local/bin", "/opt")
+# Folders of interpreters outside PATH and the version managers: (a glob of bin
+# folders, the name messages give it).
+SYSTEM_PLACES = (
+    ("/usr/local/bin", "/usr/local/bin"),
+    ("/opt/*/bin", "/opt"),
+    ("/opt/hostedtoolcache/Python/*/*/bin", "/opt"),  # a GitHub runner's tool cache
+)
 
 Probe = Callable[[str], "Interpreter | None"]
 
@@ -218,10 +225,8 @@ def candidates(env: Mapping[str, str]) -> list[tuple[str, str]]:
         found += [
             (p, "asdf") for p in _pythons_under(os.path.join(root, "installs", "python", "*"))
         ]
-    found += [(path, "/usr/local/bin") for path in _pythons_in("/usr/local/bin")]
-    # /opt/NAME/bin, and a CI runner's tool cache (/opt/hostedtoolcache/Python/V/x64/bin)
-    for pattern in ("/opt/*", "/opt/hostedtoolcache/Python/*/*"):
-        found += [(path, "/opt") for path in _pythons_under(pattern)]
+    for pattern, where in SYSTEM_PLACES:
+        found += [(p, where) for folder in sorted(glob.glob(pattern)) for p in _pythons_in(folder)]
     seen: set[str] = set()
     unique = []
     for path, where in found:
