@@ -35,7 +35,7 @@ from bat.agent_python import (
 )
 from bat.errors import InputError
 from bat.uv_binary import find_uv
-from tests.evalkit import run_dirs
+from tests.evalkit import make_project, run_dirs
 from tests.pythons import find_python, python_version
 
 
@@ -376,3 +376,12 @@ def test_doctor_and_eval_run_name_the_same_python(scaffold, bat, tmp_path):
     assert f"✓ uv python: Python 3.12.9 without downloading ({pyenv}, found in pyenv;" in (
         doctor.out
     )
+
+
+def test_the_start_line_names_the_interpreter_not_the_placeholder(tmp_path, bat, home):
+    tasks = [{"id": "t", "turns": ["hi"], "expected": {"output_must_contain": ["echo: hi"]}}]
+    root = make_project(tmp_path, tasks)
+    result = bat("eval.run", cwd=root)
+    assert result.code == 0, result.out + result.err
+    assert f"starting the agent: {sys.executable} -m eval_fixtures.echo_agent (in " in result.out
+    assert "{python}" not in result.out and "the agent's Python" not in result.out
