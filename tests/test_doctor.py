@@ -241,11 +241,15 @@ def test_uv_python_too_old_fails(tmp_path, bat, env):
         pytest.skip("the test's own Python is not older than 3.12")
     code, checks, _ = doctor(bat, tmp_path, {**env, "UV_PYTHON": sys.executable})
     assert code == 1
-    assert_fails(checks, "uv python", "need >= 3.12")
+    assert_fails(checks, "uv python", "UV_PYTHON=", "requires-python >=3.12")
 
 
-def test_no_python_312_anywhere_uv_looks(tmp_path, bat, env):
-    """PATH holds only an old Python, no managed interpreters: uv must not download."""
+def test_no_python_312_anywhere_uv_looks(tmp_path, bat, env, monkeypatch):
+    """PATH holds only an old Python, no managed interpreters, no pyenv, nothing in
+    /usr/local or /opt (replaced by an empty folder here): uv must not download."""
+    from bat import agent_python
+
+    monkeypatch.setattr(agent_python, "SYSTEM_PLACES", ((str(tmp_path / "none"), "/opt"),))
     import sys
 
     if sys.version_info >= (3, 12):
@@ -261,10 +265,12 @@ def test_no_python_312_anywhere_uv_looks(tmp_path, bat, env):
         "UV_PYTHON_INSTALL_DIR": str(tmp_path / "uv-pythons"),
         "VIRTUAL_ENV": "",
         "PYENV_VERSION": "",
+        "PYENV_ROOT": "",
     }
     code, checks, _ = doctor(bat, tmp_path, bare)
     assert code == 1
-    assert_fails(checks, "uv python", "without downloading")
+    check = assert_fails(checks, "uv python", "bat-adk requires-python >=3.12", "may not download")
+    assert "found only 3.11" in check["detail"] and "uv python install 3.12" in check["fix"]
     assert not (tmp_path / "uv-pythons").exists() or not any((tmp_path / "uv-pythons").iterdir())
 
 

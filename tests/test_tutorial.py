@@ -16,13 +16,14 @@ import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import requests
 
 from tests.conftest import BAT, REPO
 from tests.evalkit import free_port, run_dirs
-from tests.pythons import find_python
+from tests.pythons import find_python, python_version, uv_binary
 
 pytestmark = pytest.mark.slow
 
@@ -146,3 +147,65 @@ def serve_and_stop(command: str, cwd, env) -> str:
     assert viewer.returncode in (0, 130, -signal.SIGINT), out
     assert "Traceback" not in out, out
     return out
+
+
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@pytest.fixture(scope="module")
+def uv_cache() -> str:
+    """The uv cache of the machine (module-scoped: read before a test's empty HOME), so
+    the agent's packages come from where the suite's other bat-adk tests put them."""
+    found = subprocess.run(
+        [uv_binary(), "cache", "dir"], capture_output=True, text=True, check=True
+    )
+    return found.stdout.strip()
+
+
+def test_the_first_run_finds_the_agents_python_where_uv_does_not(tmp_path, home, uv_cache):
+    """The issue's machine: the default Python is too old for the agent, a newer one
+    sits under pyenv (here the one this machine has, linked into HOME's ~/.pyenv as pyenv
+    installs it), PATH holds the system folders and bat, UV_PYTHON is unset and no Python
+    can be downloaded (uv's download mirror is a closed port). The tutorial's first run
+    passes, on that Python, and says so in one line."""
+    newer = find_python()
+    major, minor = python_version(newer)
+    versions = home / ".pyenv" / "versions"
+    versions.mkdir(parents=True)
+    prefix = Path(newer).resolve().parent.parent
+    (versions / f"{major}.{minor}").symlink_to(prefix, target_is_directory=True)
+    only_bat = tmp_path / "only-bat"
+    only_bat.mkdir()
+    (only_bat / "bat").symlink_to(BAT)
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("UV_PYTHON", "PYENV_ROOT", "PYENV_VERSION", "UV_PYTHON_DOWNLOADS")
+        and key not in ("VIRTUAL_ENV", "PORT", "MODEL", "BASE_URL", "OPENAI_API_KEY")
+    }
+    env.update(
+        HOME=str(home),
+        PATH=f"{only_bat}{os.pathsep}{SYSTEM_PATH}",
+        UV_CACHE_DIR=uv_cache,
+        UV_PYTHON_INSTALL_MIRROR=f"http://127.0.0.1:{free_port()}/nothing",
+        NO_COLOR="1",
+        BAT_EVAL_CHARTS="false",
+    )
+    port = free_port()  # the scaffold's own port (9900) may be taken on this machine
+    script = f"bat init.agent x --tools --port {port} && cd x && bat eval.init && bat eval.run"
+    proc = subprocess.run(
+        script, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output
+    assert "Traceback" not in output
+    (line,) = [line for line in proc.stdout.splitlines() if "the agent's Python" in line]
+    assert line.startswith(f"the agent's Python: {major}.{minor}."), line
+    assert "x/pyproject.toml requires-python >=3.12" in line
+    agent = tmp_path / "x"
+    # uv made the agent's environment with that Python, and downloaded none
+    config = (agent / ".venv" / "pyvenv.cfg").read_text()
+    assert re.search(rf"^version_info = {major}\.{minor}\.", config, re.M), config
+    assert not (home / ".local" / "share" / "uv" / "python").exists()
+    assert len(run_dirs(agent)) == 1
+    assert "24/24 episodes passed" in proc.stdout

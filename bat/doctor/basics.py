@@ -4,16 +4,14 @@ and the exporters installed."""
 from __future__ import annotations
 
 import platform
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from bat.doctor.check import Check, failed, info, passed
+from bat.errors import BatError
 
 MINIMUM_BAT_PYTHON = (3, 11)
-MINIMUM_AGENT_PYTHON = (3, 12)  # bat-adk's requirement: what `uv run .` must find
-UV_TIMEOUT_S = 5.0
 
 
 def python_check() -> Check:
@@ -57,87 +55,27 @@ def uv_check() -> Check:
 
 
 def uv_python_check(env: Mapping[str, str], cwd: Path | None, *, required: bool = True) -> Check:
-    """A Python >= 3.12 that uv can use *without downloading one*.
+    """A Python the agent's project allows that uv can use *without downloading one*.
 
-    uv fetches a missing interpreter from the internet by default; offline (a CI runner,
-    a locked-down laptop) that is where ``uv run .`` hangs or fails. uv is asked the way
-    the agent would ask it, with downloads forbidden: ``UV_PYTHON`` (from the shell, the
-    agent's ``.env`` or ``evaluation.agent.env``) when set, else ``>=3.12``.
+    Asked of the finder ``eval.run`` asks before it starts an agent with ``uv run``
+    (``bat.agent_python``), with the same environment (the shell, the agent's ``.env``,
+    ``evaluation.agent.env``): ``UV_PYTHON``, then what uv finds, then the interpreters
+    installed on ``PATH``, under pyenv, asdf, /usr/local and /opt. So doctor passes
+    exactly when ``eval.run`` would find one, and names the same interpreter.
     """
+    from bat.agent_python import NoAgentPython, find_agent_python
     from bat.uv_binary import find_uv
 
-    uv = find_uv()
     name = "uv python"
-
-    def fail(detail: str, fix: str) -> Check:  # a warning when nothing here starts uv
-        return failed(name, detail, fix, required=required)
-
-    fix = (
-        "install a Python >= 3.12 (e.g. apt install python3.12, pyenv install 3.12) and "
-        "point UV_PYTHON at it (in the shell or the agent's .env)"
-    )
-    if uv is None:
-        return fail("no uv to ask (see the uv check)", fix)
-    wanted = (env.get("UV_PYTHON") or "").strip()
-    request = wanted or ">=3.12"
-    full_env = {**env, "UV_PYTHON_DOWNLOADS": "never", "NO_COLOR": "1"}
-    if not wanted:
-        full_env.pop("UV_PYTHON", None)  # set but empty: unset for uv too
     try:
-        proc = subprocess.run(
-            [uv, "python", "find", "--no-python-downloads", request],
-            capture_output=True,
-            text=True,
-            env=full_env,
-            cwd=cwd if cwd is not None and cwd.is_dir() else None,
-            timeout=UV_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return fail(f"uv took more than {UV_TIMEOUT_S:g} s to find {request}", fix)
-    except OSError as exc:
-        return fail(f"cannot run {uv}: {exc.strerror or exc}", fix)
-    source = f"UV_PYTHON={wanted}" if wanted else "'>=3.12'"
-    if proc.returncode != 0 or not proc.stdout.strip():
-        reason = _first_error_line(proc.stderr) or f"exit status {proc.returncode}"
-        return fail(f"uv finds no Python for {source} without downloading: {reason}", fix)
-    path = proc.stdout.strip().splitlines()[-1]
-    version = _version_of(path, full_env)
-    if version is None:
-        return fail(f"uv found {path} for {source}, but it does not run", fix)
-    shown = ".".join(map(str, version))
-    if version < MINIMUM_AGENT_PYTHON:
-        return fail(
-            f"uv would use Python {shown} ({path}) for {source}; bat-adk agents need >= 3.12",
-            fix,
-        )
-    return passed(name, f"Python {shown} without downloading ({path}, for {source})")
-
-
-def _version_of(path: str, env: Mapping[str, str]) -> tuple[int, ...] | None:
-    try:
-        proc = subprocess.run(
-            [path, "-c", "import sys; print(*sys.version_info[:2])"],
-            capture_output=True,
-            text=True,
-            env=dict(env),
-            timeout=UV_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    parts = proc.stdout.split()
-    if proc.returncode != 0 or len(parts) != 2 or not all(p.isdigit() for p in parts):
-        return None
-    return tuple(int(part) for part in parts)
-
-
-def _first_error_line(text: str) -> str:
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            return line.removeprefix("error: ")[:300]
-    return ""
+        found = find_agent_python(cwd, env, uv=find_uv())
+    except NoAgentPython as exc:
+        return failed(name, exc.detail, exc.fix, required=required)
+    except BatError as exc:  # the project's requires-python cannot be read
+        return failed(name, exc.message, "fix pyproject.toml", required=required)
+    chosen = found.interpreter
+    detail = f"Python {chosen.shown} without downloading ({chosen.path}, {found.why()})"
+    return passed(name, detail)
 
 
 def exporters_check() -> list[Check]:

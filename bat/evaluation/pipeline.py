@@ -70,6 +70,8 @@ def run_evaluation(
     checked = preflight(resolved)
     for warning in checked.warnings:
         ctx.warn(warning)
+    if checked.agent_python is not None:
+        say(checked.agent_python.line())
     evaluation = resolved.evaluation
     records = [model_record(resolved, model) for model in resolved.models]
     selection = selection or Selection()
@@ -207,6 +209,7 @@ def _evaluate_model(
             say=say,
             scrubber=ctx.scrubber,
             infra=ctx.infra,
+            python=checked.agent_python,
         )
     except BatError as exc:
         several = record.replicas is not None and record.replicas > 1

@@ -15,6 +15,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bat.agent_python import AgentPython, find_agent_python, runs_uv
 from bat.errors import InputError
 from bat.evaluation.inputs.agent_settings import AgentSettings
 from bat.evaluation.inputs.compat import COMPAT_LINE
@@ -30,6 +31,7 @@ class Preflight:
     dataset: Dataset
     settings: AgentSettings | None
     warnings: list[str] = field(default_factory=list)
+    agent_python: AgentPython | None = None  # the Python uv is to run the agent with
 
 
 @dataclass
@@ -46,7 +48,12 @@ def preflight(resolved: ResolvedConfig) -> Preflight:
     ``--dry-run``)."""
     dataset = load_dataset(resolved.dataset, unknown_keys=resolved.unknown_keys)
     checked = project_checks(resolved, DatasetCheck.of(dataset))
-    return Preflight(dataset=dataset, settings=checked.settings, warnings=checked.warnings)
+    return Preflight(
+        dataset=dataset,
+        settings=checked.settings,
+        warnings=checked.warnings,
+        agent_python=agent_python(resolved),
+    )
 
 
 def project_checks(resolved: ResolvedConfig, dataset: DatasetCheck) -> Checked:
@@ -122,6 +129,18 @@ def _has_batcli_runs(output_dir: Path) -> bool:
         return any(is_model_folder(m) for run in runs for m in islice(run.iterdir(), 20))
     except OSError:
         return False
+
+
+def agent_python(resolved: ResolvedConfig) -> AgentPython | None:
+    """The Python uv is to start the agent with, found now (``bat.agent_python``):
+    no Python the agent's project allows is refused before anything starts, not left
+    to uv's download that fails offline. None when bat starts no agent with ``uv run``."""
+    agent = resolved.evaluation.agent
+    if not agent.start or agent.image is not None or not runs_uv(agent.command):
+        return None
+    from bat.uv_binary import find_uv
+
+    return find_agent_python(resolved.root, resolved.agent_environment, uv=find_uv())
 
 
 def check_agent_files(

@@ -176,5 +176,7 @@ def plan(
         )
         those = counted(episodes, "episode")
         lines.append(f"shard          slice {shard}: {mine} of those {those}")
+    if checked.agent_python is not None:  # what eval.run's first line will say
+        lines.append(checked.agent_python.line())
     lines.append("dry run: nothing was started or written")
     return "\n".join(lines), checked.warnings

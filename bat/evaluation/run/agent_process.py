@@ -129,9 +129,7 @@ class AgentProcess(StartedAgent):
             raise InputError(f"evaluation.agent.command cannot be parsed: {exc}") from None
         if not argv:
             raise InputError("evaluation.agent.command is empty")
-        # `{python}` is the interpreter running bat: fixture agents and agents installed
-        # next to bat start without knowing where that environment lives.
-        argv = [sys.executable if word == "{python}" else word for word in argv]
+        argv = with_python(argv)
         if argv[0] == "uv":  # the uv installed with bat, even when it is not on PATH
             argv[0] = find_uv() or "uv"
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -268,6 +266,27 @@ class AgentProcess(StartedAgent):
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self._watchdog.wait(timeout=5)
                 self._watchdog = None
+
+
+PYTHON_WORD = "{python}"
+
+
+def with_python(argv: list[str]) -> list[str]:
+    """``argv`` with the word ``{python}`` made the interpreter running bat: fixture agents
+    and agents installed next to bat start without knowing where that environment lives."""
+    return [sys.executable if word == PYTHON_WORD else word for word in argv]
+
+
+def shown_command(command: str) -> str:
+    """``evaluation.agent.command`` as it will run, for the start line: ``{python}`` as
+    the interpreter's path (the rest as written)."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return command
+    if PYTHON_WORD not in argv:
+        return command
+    return shlex.join(with_python(argv))
 
 
 def start_ticks(pid: int) -> int | None:

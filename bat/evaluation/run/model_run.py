@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bat import secrets
+from bat.agent_python import AgentPython
 from bat.errors import InputError
 from bat.evaluation.inputs.agent_settings import AgentSettings, write_config_copy
 from bat.evaluation.inputs.config import ModelSpec, ResolvedConfig
@@ -26,7 +27,7 @@ from bat.evaluation.log.run import ModelEntry
 from bat.evaluation.run.adapter import preload
 from bat.evaluation.run.agent_card import card_answers
 from bat.evaluation.run.agent_container import engine_is_local
-from bat.evaluation.run.agent_process import AgentProcess, tail
+from bat.evaluation.run.agent_process import AgentProcess, shown_command, tail
 from bat.evaluation.run.agent_runtime import note_runtime
 from bat.evaluation.run.progress import Progress
 from bat.evaluation.run.runner import EpisodeRunner, RestartBudget, plan, run_on_a_loop, spread
@@ -63,6 +64,7 @@ def run_model(
     say: Say = print,
     scrubber: Scrubber,
     infra: store.InfraCache | None = None,
+    python: AgentPython | None = None,
 ) -> None:
     """Run the model's missing episodes (and, with ``retry_infra``, its infrastructure
     failures; with ``chosen``, only the (task, attempt) it keeps: a shard's slice); fills
@@ -81,7 +83,7 @@ def run_model(
         return
     model_dir.mkdir(parents=True, exist_ok=True)
     with scripted_model(resolved, model, record, say) as model:
-        _run_work(resolved, settings, run_dir, model, record, work, say, scrubber)
+        _run_work(resolved, settings, run_dir, model, record, work, say, scrubber, python)
 
 
 @contextlib.contextmanager
@@ -112,7 +114,7 @@ def scripted_model(
         yield model.model_copy(update={"base_url": base_url, "env": {**key, **model.env}})
 
 
-def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber) -> None:
+def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber, python) -> None:
     """Start the agent(s) of ``model``, run ``work`` against them, stop them."""
     evaluation = resolved.evaluation
     model_dir = run_dir / record.dir
@@ -129,7 +131,7 @@ def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber) -
         expected = spans_file is not None and settings.writes_spans
         if image is None:
             log = agent_log(run_dir, record)
-            agents = [_agent_process(resolved, settings, model, model_dir, log, spans_file)]
+            agents = [_agent_process(resolved, settings, model, model_dir, log, spans_file, python)]
         else:
             agents = _replicas(resolved, settings, model, run_dir, record, spans_file, say)
             urls = [agent.url for agent in agents]
@@ -145,7 +147,7 @@ def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber) -
             what = (
                 f"{image} ×{len(agents)}"
                 if image
-                else f"{evaluation.agent.command} (in {resolved.root})"
+                else f"{shown_command(evaluation.agent.command)} (in {resolved.root})"
             )
             say(f"[{record.label}] starting the agent: {what}")
         for agent in agents:
@@ -313,9 +315,10 @@ def _replicas(resolved, settings, model, run_dir, record, spans_file, say) -> li
     return replicas
 
 
-def _agent_process(resolved, settings, model, model_dir, log, spans_file) -> AgentProcess:
+def _agent_process(resolved, settings, model, model_dir, log, spans_file, python) -> AgentProcess:
     env = {
         **resolved.environment,
+        **(python.env if python is not None else {}),  # eval.yaml's own settings win
         **_settings_env(resolved, settings, model, model_dir, spans_file),
     }
     env["PORT"] = str(resolved.agent_port)  # where bat waits for it, whatever else says
