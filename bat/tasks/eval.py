@@ -392,6 +392,8 @@ def gate(
     if ctx.chained:
         ctx.gates_failed = failed  # conclude decides the exit status, last
         return
+    if result is None and not specs and not gate_inputs(ctx, run_dir).specs:
+        print(f"No gates to check on {run_dir.name}: add gates: to eval.yaml, or give --gate")
     if result is not None:
         print(
             f"Recorded in {run_dir.name}/gates.json"
@@ -453,8 +455,35 @@ def verdict(c: Context, run: str | None = None) -> None:
     from bat.evaluation.pipeline import recheck_run
 
     ctx = context(c)
-    dataset = load_dataset(ctx.resolved.dataset, unknown_keys=ctx.resolved.unknown_keys)
-    recheck_run(ctx, _stage_run(c, run, batcli=True), dataset)
+    run_dir = _stage_run(c, run, batcli=True)
+    path, unknown_keys = _dataset_of(ctx, run_dir)
+    recheck_run(ctx, run_dir, load_dataset(path, unknown_keys=unknown_keys))
+
+
+def _dataset_of(ctx: RunContext, run_dir):
+    """The dataset a stage re-reads, and what its unknown keys do: eval.yaml's; without
+    an eval.yaml here (``--run DIR`` from anywhere), the one the run recorded in run.json,
+    as ``eval.gate`` and ``eval.export`` read the run's own record. A broken eval.yaml is
+    an error, never silently replaced by the record."""
+    from pathlib import Path
+
+    from bat.errors import InputError
+    from bat.evaluation.log import layout
+    from bat.evaluation.log.run import read_run
+
+    try:
+        return ctx.resolved.dataset, ctx.resolved.unknown_keys
+    except InputError:
+        if ctx.config_file is None or ctx.config_file.exists():
+            raise
+        if not layout.is_run_folder(run_dir):
+            raise
+        record = read_run(run_dir)
+        if not record.dataset:
+            raise
+    compat = record.config.get("compat") if isinstance(record.config, dict) else None
+    warn = isinstance(compat, dict) and compat.get("unknown_keys") == "warn"
+    return Path(record.dataset), "warn" if warn else "refuse"
 
 
 @command(

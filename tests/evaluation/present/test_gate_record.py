@@ -149,3 +149,43 @@ def test_a_hand_edited_gate_in_run_json_is_one_line_naming_it(gated, tmp_path):
     result = bat("eval.gate", "--run", str(run_dir), cwd=tmp_path)
     assert result.code == 2 and "Traceback" not in result.err
     assert "config.gates[1]" in result.err and "a gate is one of" in result.err
+
+
+def test_every_stage_takes_a_run_folder_without_eval_yaml(gated, tmp_path):
+    """--run DIR from a folder without eval.yaml: eval.verdict re-checks against the
+    dataset the run recorded, eval.summarize and eval.export need nothing else; eval.judge
+    needs eval.yaml's judges and says so. A run without gates says it has none."""
+    (original,) = run_dirs(gated)
+    job = tmp_path / "job"
+    run_dir = job / original.name
+    shutil.copytree(original, run_dir)
+    verdict = bat("eval.verdict", "--run", str(run_dir), cwd=job)
+    assert verdict.code == 0 and "0 verdicts changed" in verdict.out, verdict.err
+    summarized = bat("eval.summarize", "--run", str(run_dir), cwd=job)
+    assert summarized.code == 0, summarized.err
+    exported = bat("eval.export", "--run", str(run_dir), "--to", "json:-", cwd=job)
+    assert exported.code == 0 and json.loads(exported.out)
+    judged = bat("eval.judge", "--run", str(run_dir), cwd=job)
+    assert judged.code == 2 and "eval.yaml" in judged.err and judged.err.count("\n") == 1
+    record = json.loads((run_dir / "run.json").read_text())
+    record["config"]["gates"] = []
+    (run_dir / "run.json").write_text(json.dumps(record))
+    none = bat("eval.gate", "--run", str(run_dir), cwd=job)
+    assert none.code == 0 and f"No gates to check on {run_dir.name}" in none.out
+    assert not (job / "eval").exists()
+
+
+def test_verdict_without_eval_yaml_uses_the_dataset_the_run_recorded(project, tmp_path):
+    """The recorded dataset is the project's tasks.json: a stricter expectation there
+    changes the verdicts of a run re-checked from elsewhere."""
+    (run_dir,) = run_dirs(project)
+    record = json.loads((run_dir / "run.json").read_text())
+    record["dataset"] = str(project / "eval/input/tasks.json")  # this copy's, not gated's
+    (run_dir / "run.json").write_text(json.dumps(record))
+    tasks = json.loads((project / "eval/input/tasks.json").read_text())
+    tasks[1]["expected"]["output_must_contain"] = ["never said"]
+    (project / "eval/input/tasks.json").write_text(json.dumps(tasks))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = bat("eval.verdict", "--run", str(run_dir), cwd=elsewhere)
+    assert result.code == 0 and "1 verdict changed" in result.out, result.out + result.err
