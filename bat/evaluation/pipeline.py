@@ -71,7 +71,7 @@ def run_evaluation(
     for warning in checked.warnings:
         ctx.warn(warning)
     evaluation = resolved.evaluation
-    records = [model_record(resolved, model) for model in resolved.models]
+    records = [model_record(resolved, model, checked.settings) for model in resolved.models]
     selection = selection or Selection()
     total = len(checked.dataset.tasks)
     if resume or retry_infra:

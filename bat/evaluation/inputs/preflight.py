@@ -16,6 +16,7 @@ from bat.errors import InputError
 from bat.evaluation.inputs.agent_settings import AgentSettings
 from bat.evaluation.inputs.config import ResolvedConfig, api_key
 from bat.evaluation.inputs.dataset import Dataset, load_dataset
+from bat.evaluation.inputs.model_keys import key_warnings
 from bat.figures import counted
 
 
@@ -42,6 +43,7 @@ def preflight(resolved: ResolvedConfig) -> Preflight:
         settings, agent_warnings = check_agent_files(resolved, dataset)
         warnings += agent_warnings
     warnings += extra_spans_warnings(resolved, settings)
+    warnings += key_warnings(resolved, settings)
     return Preflight(dataset=dataset, settings=settings, warnings=warnings)
 
 

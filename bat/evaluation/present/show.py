@@ -30,7 +30,9 @@ def warnings_of(
     spans = extra_spans_warnings(resolved, settings)
     if resolved.evaluation.agent.start and settings is None:
         spans = []  # the agent's files were not read: nothing known either way
-    return [*resolved.warnings, *dataset_warnings(weak), *spans]
+    from bat.evaluation.inputs.model_keys import key_warnings
+
+    return [*resolved.warnings, *dataset_warnings(weak), *spans, *key_warnings(resolved, settings)]
 
 
 def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None) -> dict[str, Any]:

@@ -40,12 +40,17 @@ Say = Callable[[str], None]
 ModelRecord = ModelEntry
 
 
-def model_record(resolved: ResolvedConfig, model: ModelSpec | None) -> ModelRecord:
+def model_record(
+    resolved: ResolvedConfig, model: ModelSpec | None, settings: AgentSettings | None = None
+) -> ModelRecord:
+    from bat.evaluation.inputs.model_keys import key_env_of
+
     return ModelRecord(
         label=resolved.model_label(model),
         dir=resolved.model_dir(model),
         provider=model.provider if model else None,
         model=model.model if model else None,
+        key_env=key_env_of(resolved, model, settings),
     )
 
 
