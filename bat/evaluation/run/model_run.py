@@ -28,7 +28,14 @@ from bat.evaluation.run.agent_card import card_answers
 from bat.evaluation.run.agent_container import engine_is_local
 from bat.evaluation.run.agent_process import AgentProcess, tail
 from bat.evaluation.run.progress import Progress
-from bat.evaluation.run.runner import EpisodeRunner, RestartBudget, plan, run_on_a_loop, spread
+from bat.evaluation.run.runner import (
+    CredentialWatch,
+    EpisodeRunner,
+    RestartBudget,
+    plan,
+    run_on_a_loop,
+    spread,
+)
 from bat.evaluation.run.spans import SpanIndex
 from bat.figures import seconds
 from bat.secrets import Scrubber
@@ -165,6 +172,7 @@ def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber) -
             say(f"[{record.label}] agent ready at {agent.url} after {seconds(took)}")
         progress = Progress(record.label, len(work))
         budget = RestartBudget(evaluation.agent.max_restarts)
+        credentials = CredentialWatch()  # a missing key stops the model early
         runners = [
             EpisodeRunner(
                 url,
@@ -176,6 +184,8 @@ def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber) -
                 spans=spans,
                 agent=agents[n] if agents else None,
                 budget=budget,
+                credentials=credentials,
+                key_env=record.key_env,
                 on_done=progress.update,
                 notice=progress.notice(say),
                 scrubber=scrubber,
