@@ -20,7 +20,8 @@ What an episode came to — an infrastructure failure, a pass, an agent error or
 failure — is decided once, here (:class:`EpisodeOutcome`, from an episode file or from
 its row in ``metrics.json``), and every reader takes it from here: the statistics, the
 judges (which skip infrastructure failures), ``--retry-infra``, the viewer, the exports
-and the report.
+and the report. An ``authentication_failed`` or ``rate_limited`` agent error that did
+not pass is an infrastructure failure of its kind (:data:`CREDENTIAL_KINDS`).
 """
 
 from __future__ import annotations

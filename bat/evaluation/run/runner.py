@@ -14,6 +14,10 @@ run as if nothing had happened. Restarts are bounded (``evaluation.agent.max_res
 per model); when the budget is spent, or the agent cannot be started again, what is left
 is recorded as infrastructure failures (``not_run``) with the reason, which
 ``eval.run --resume --retry-infra`` runs again.
+
+**When the model's key is missing** (its first ``CREDENTIAL_STOP_AFTER`` episodes all end
+``authentication_failed``), the rest are recorded ``not_run`` in the same way rather than
+each failing alike (:class:`CredentialWatch`).
 """
 
 from __future__ import annotations

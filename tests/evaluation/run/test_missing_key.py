@@ -117,3 +117,13 @@ def test_one_success_first_keeps_the_model_running(tmp_path, bat, home, no_key, 
         e["infra_error"] and e["infra_error"]["kind"] == "not_run" for e in found.values()
     )
     assert sum(bool(e["agent_error"]) for e in found.values()) == len(TASKS)
+
+
+def test_the_agents_own_provider_is_checked_without_models(tmp_path, bat, home, no_key):
+    """No ``models:``: the agent's MODEL_PROVIDER (here from its .env) decides."""
+    project = make_project(tmp_path, TASKS)
+    (project / ".env").write_text("MODEL_PROVIDER=anthropic\n")
+    result = bat("eval.show", cwd=project, env={"ANTHROPIC_API_KEY": ""})
+    assert "model agent-default: provider anthropic needs ANTHROPIC_API_KEY" in result.err
+    (project / ".env").write_text("MODEL_PROVIDER=ollama\n")
+    assert "needs" not in bat("eval.show", cwd=project).err
