@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
         "bat.numbers",
         "bat.version",
         "bat.uv_binary",
+        "bat.provider_keys",
     ),
     ("bat.scaffold", "bat.images"),
     ("bat.evaluation.log",),
