@@ -44,7 +44,11 @@ Keywords (case-sensitive, checked in this order; the first that applies wins):
 * ``CHAT <text>`` (at the start): one model call with <text> as the user message, to
   ``BASE_URL`` in ``MODEL_PROVIDER``'s protocol (OpenAI's ``/chat/completions``, else
   Ollama's ``/api/chat``); completes with ``model: <reply>``, or ``model error: <status>
-  <body>``: an agent that really asks its model, for a stand-in model's tests;
+  <body>``: an agent that really asks its model, for a stand-in model's tests. With
+  ``MODEL_PROVIDER=openai`` and no ``OPENAI_API_KEY`` it fails as a BAT-ADK agent on the
+  OpenAI client does: the client's words ("The api_key client option must be set...")
+  go to the agent's log only, and the task ends ``failed`` with ``Agent execution failed
+  (OpenAIError)``;
 * anything else: completes with ``echo: <text>``.
 
 ``python -m eval_fixtures.echo_agent [--port P] [--latency-ms N] [--answer-in MODE]
@@ -120,6 +124,10 @@ class EchoExecutor(AgentExecutor):
         if text.startswith("BREAK"):
             await turn.start()
             raise RuntimeError(text.removeprefix("BREAK").strip() or "broke")
+        if text.startswith("CHAT ") and missing_openai_key():
+            print(f"OpenAIError: {OPENAI_NO_KEY}", flush=True)  # the agent's log, as BAT-ADK
+            await turn.end(TaskState.TASK_STATE_FAILED, "Agent execution failed (OpenAIError)")
+            return
         if text.startswith("CHAT "):
             await turn.answer(await ask_model(text.removeprefix("CHAT ")), self.answer_in)
             return
@@ -185,6 +193,21 @@ class EchoExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise UnsupportedOperationError(message="the echo agent cannot cancel tasks")
+
+
+# What the OpenAI Python client raises (openai.OpenAIError) when it has no key.
+OPENAI_NO_KEY = (
+    "The api_key client option must be set either by passing api_key to the client or by "
+    "setting the OPENAI_API_KEY environment variable"
+)
+
+
+def missing_openai_key() -> bool:
+    """Whether an OpenAI client made now would refuse to start: no key to send."""
+    return (
+        os.environ.get("MODEL_PROVIDER") == "openai"
+        and not os.environ.get("OPENAI_API_KEY", "").strip()
+    )
 
 
 async def ask_model(text: str) -> str:

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
         "bat.version",
         "bat.uv_binary",
         "bat.agent_python",
+        "bat.provider_keys",
     ),
     ("bat.scaffold", "bat.images"),
     ("bat.evaluation.log",),

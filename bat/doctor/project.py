@@ -380,8 +380,9 @@ def _agent_url(found: Project) -> tuple[str, str]:
 
 
 def model_checks(found: Project) -> list[Check]:
-    """Each model the agent runs with: its endpoint reachable, its key variable set."""
-    from bat.scaffold.values import PROVIDERS
+    """Each model the agent runs with: its endpoint reachable, its key variable set (the
+    variable from bat's one table, :mod:`bat.provider_keys`, as eval.run warns)."""
+    from bat.provider_keys import key_variable
 
     resolved = found.resolved
     scripted: list[Check] = []
@@ -423,8 +424,7 @@ def model_checks(found: Project) -> list[Check]:
     for label, provider, base_url, env, where in entries:
         if not base_url and provider.strip().lower() == "ollama":
             base_url = OLLAMA_BASE_URL  # Ollama's own default: a local server
-        known = PROVIDERS.get(provider.strip().lower())
-        key = known.api_key_env if known else None
+        key = key_variable(provider)
         checks.append(_endpoint_check(f"model {label}: endpoint", base_url, "base_url / BASE_URL"))
         checks.append(_key_check(f"model {label}: key", key, env, where, provider))
     return checks

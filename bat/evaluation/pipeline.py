@@ -73,7 +73,7 @@ def run_evaluation(
     if checked.agent_python is not None:
         say(checked.agent_python.line())
     evaluation = resolved.evaluation
-    records = [model_record(resolved, model) for model in resolved.models]
+    records = [model_record(resolved, model, checked.settings) for model in resolved.models]
     selection = selection or Selection()
     total = len(checked.dataset.tasks)
     if resume or retry_infra:

@@ -11,25 +11,30 @@ from dataclasses import dataclass
 
 from bat.errors import InputError
 from bat.ports import port_number, url_port_problem
+from bat.provider_keys import key_variable
 
 
 @dataclass(frozen=True)
 class Provider:
-    """A model provider BAT-ADK supports: its bat-adk extra and its API-key variable."""
+    """A model provider BAT-ADK supports: its default model; its API-key variable comes
+    from bat's one table (:mod:`bat.provider_keys`)."""
 
     name: str
-    api_key_env: str | None
     default_model: str
+
+    @property
+    def api_key_env(self) -> str | None:
+        return key_variable(self.name)
 
 
 PROVIDERS: dict[str, Provider] = {
     provider.name: provider
     for provider in (
-        Provider("openai", "OPENAI_API_KEY", "gpt-4.1-mini"),
-        Provider("anthropic", "ANTHROPIC_API_KEY", "claude-sonnet-4-5"),
-        Provider("deepseek", "DEEPSEEK_API_KEY", "deepseek-chat"),
-        Provider("nvidia", "NVIDIA_API_KEY", "meta/llama-3.3-70b-instruct"),
-        Provider("ollama", None, "llama3.2"),
+        Provider("openai", "gpt-4.1-mini"),
+        Provider("anthropic", "claude-sonnet-4-5"),
+        Provider("deepseek", "deepseek-chat"),
+        Provider("nvidia", "meta/llama-3.3-70b-instruct"),
+        Provider("ollama", "llama3.2"),
     )
 }
 

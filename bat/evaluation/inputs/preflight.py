@@ -21,6 +21,7 @@ from bat.evaluation.inputs.agent_settings import AgentSettings
 from bat.evaluation.inputs.compat import COMPAT_LINE
 from bat.evaluation.inputs.config import ResolvedConfig, api_key
 from bat.evaluation.inputs.dataset import Dataset, DatasetCheck, load_dataset
+from bat.evaluation.inputs.model_keys import key_warnings
 from bat.figures import counted
 
 
@@ -78,6 +79,7 @@ def project_checks(resolved: ResolvedConfig, dataset: DatasetCheck) -> Checked:
         settings, agent_warnings = check_agent_files(resolved, dataset)
         warnings += agent_warnings
     warnings += extra_spans_warnings(resolved, settings)
+    warnings += key_warnings(resolved, settings)
     return Checked(settings=settings, warnings=warnings)
 
 

@@ -20,7 +20,9 @@ What an episode came to — an infrastructure failure, a pass, an agent error or
 failure — is decided once, here (:class:`EpisodeOutcome`, from an episode file or from
 its row in ``metrics.json``), and every reader takes it from here: the statistics, the
 judges (which skip infrastructure failures and failing agent errors), ``--retry-infra``,
-the viewer, the exports and the report.
+the viewer, the exports and the report. An ``authentication_failed`` or ``rate_limited``
+agent error that did not pass is an infrastructure failure of its kind
+(:data:`CREDENTIAL_KINDS`).
 """
 
 from __future__ import annotations
@@ -106,11 +108,22 @@ class EpisodeOutcome:
         }
 
 
+# Agent errors that say the agent's model was never really asked (its key is missing or
+# refused, its quota spent): the agent did not run, so such an episode, unless its verdict
+# passed, counts as an infrastructure failure of that kind: out of pass@k, against
+# evaluation.max_infra_failures (exit 3), run again by --retry-infra.
+CREDENTIAL_KINDS = frozenset({"authentication_failed", "rate_limited"})
+
+
 def outcome_from(
     passed: bool, *, vacuous: bool = False, infra: str | None = None, agent_error: str | None = None
 ) -> EpisodeOutcome:
     """The outcome of an episode whose verdict ``passed`` (or not), with the kinds of its
-    infrastructure failure and agent error, if any."""
+    infrastructure failure and agent error, if any. An agent error of
+    :data:`CREDENTIAL_KINDS` that did not pass is an infrastructure failure of its kind
+    (counted once, there, not also as an agent error)."""
+    if infra is None and not passed and agent_error in CREDENTIAL_KINDS:
+        infra, agent_error = agent_error, None
     if infra is not None:
         word: OutcomeClass = "infra"
     elif passed:
@@ -152,8 +165,11 @@ MESSAGE_CHARS = 500
 _WORDS = (
     (
         "authentication_failed",
-        r"\b40[13]\b|unauthori[sz]ed|unauthenticated|authenticat|forbidden|permission[ _]denied"
-        r"|api[ _-]?key",
+        r"\b40[13]\b|unauthori[sz]ed|unauthenticated|authenticat|forbidden|permission[ _]?denied"
+        r"|api[ _-]?key|missing credentials|invalid credentials|credentials? (?:are |is )?missing"
+        # the OpenAI client's bare OpenAIError: raised for a missing key (its API errors
+        # are subclasses with names of their own)
+        r"|(?<![\w.])(?:openai\.)?OpenAIError\b",
     ),
     ("rate_limited", r"\b429\b|rate[ _-]?limit|too many requests|quota|resource[ _]exhausted"),
     ("timeout", r"timed?[ _-]?out|timeout|deadline[ _]exceeded"),

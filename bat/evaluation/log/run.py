@@ -94,6 +94,10 @@ class ModelEntry(BaseModel):
     span_waits: int = 0  # episodes that waited for their spans to appear
     image: str | None = None  # the id of the agent's image evaluated (evaluation.agent.image)
     replicas: int | None = None  # containers of that image sharing the episodes
+    # the variable its provider's API key is read from (bat.provider_keys; None: none
+    # needed, a scripted model, or a provider bat does not know): named when episodes
+    # fail on credentials
+    key_env: str | None = None
 
 
 class RunRecord(BaseModel):

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from bat.errors import InputError
+from bat.errors import BatError, InputError
 from bat.evaluation.inputs.gate_specs import LATENCY, Figure, GateSpec
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.gates import GATES_SCHEMA, GateResult, GatesFile
-from bat.evaluation.log.outcome import row_outcome
-from bat.evaluation.log.run import RunRecord
+from bat.evaluation.log.outcome import CREDENTIAL_KINDS, episode_outcome, row_outcome
+from bat.evaluation.log.run import ModelEntry, RunRecord
 from bat.evaluation.log.summary import EpisodeRow, Metrics, Summary
 from bat.evaluation.stats import summarize
 from bat.figures import counted, number
@@ -348,13 +348,36 @@ def trust_problems(
         budget = (
             f"over the budget of {max_infra_failures}" if max_infra_failures else "none allowed"
         )
-        for label, count in counts.items():
+        for model, folder in zip(record.models, rundir.model_dirs(run_dir), strict=True):
+            count = counts[model.label]
             if count:
                 problems.append(
-                    f"{label}: {counted(count, 'infrastructure failure')}, {budget} "
+                    f"{model.label}: {counted(count, 'infrastructure failure')}, {budget} "
                     f"(run them again: bat eval.run --resume {run_dir.name} --retry-infra)"
+                    + credential_note(model, folder, store.infra_failures(folder, infra))
                 )
     return problems
+
+
+def credential_note(model: ModelEntry, folder: Path, keys: set[tuple[str, int]]) -> str:
+    """What of a model's infrastructure failures the model's credentials caused, and the
+    variable to set: "; 24 authentication_failed: is OPENAI_API_KEY set and valid?"."""
+    kinds: dict[str, int] = {}
+    for stem, attempt in sorted(keys):
+        try:
+            episode = store.read_episode(layout.episode_path(folder, stem, attempt))
+        except (OSError, BatError):
+            continue
+        kind = episode_outcome(episode).infra
+        if kind in CREDENTIAL_KINDS:
+            kinds[kind] = kinds.get(kind, 0) + 1
+    if not kinds:
+        return ""
+    said = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
+    variable = model.key_env or "the model's API key"
+    if "authentication_failed" in kinds:
+        return f"; {said}: is {variable} set and valid where the agent runs?"
+    return f"; {said}: the quota or rate limit of {variable} was reached"
 
 
 def table(gates: GatesFile) -> str:

@@ -30,7 +30,14 @@ from bat.evaluation.run.agent_container import engine_is_local
 from bat.evaluation.run.agent_process import AgentProcess, shown_command, tail
 from bat.evaluation.run.agent_runtime import note_runtime
 from bat.evaluation.run.progress import Progress
-from bat.evaluation.run.runner import EpisodeRunner, RestartBudget, plan, run_on_a_loop, spread
+from bat.evaluation.run.runner import (
+    CredentialWatch,
+    EpisodeRunner,
+    RestartBudget,
+    plan,
+    run_on_a_loop,
+    spread,
+)
 from bat.evaluation.run.spans import SpanIndex
 from bat.figures import seconds
 from bat.secrets import Scrubber
@@ -42,12 +49,17 @@ Say = Callable[[str], None]
 ModelRecord = ModelEntry
 
 
-def model_record(resolved: ResolvedConfig, model: ModelSpec | None) -> ModelRecord:
+def model_record(
+    resolved: ResolvedConfig, model: ModelSpec | None, settings: AgentSettings | None = None
+) -> ModelRecord:
+    from bat.evaluation.inputs.model_keys import key_env_of
+
     return ModelRecord(
         label=resolved.model_label(model),
         dir=resolved.model_dir(model),
         provider=model.provider if model else None,
         model=model.model if model else None,
+        key_env=key_env_of(resolved, model, settings),
     )
 
 
@@ -165,6 +177,7 @@ def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber, p
             note_runtime(run_dir, resolved, scrubber)
         progress = Progress(record.label, len(work))
         budget = RestartBudget(evaluation.agent.max_restarts)
+        credentials = CredentialWatch()  # a missing key stops the model early
         runners = [
             EpisodeRunner(
                 url,
@@ -176,6 +189,8 @@ def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber, p
                 spans=spans,
                 agent=agents[n] if agents else None,
                 budget=budget,
+                credentials=credentials,
+                key_env=record.key_env,
                 on_done=progress.update,
                 notice=progress.notice(say),
                 scrubber=scrubber,

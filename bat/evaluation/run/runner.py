@@ -24,6 +24,10 @@ episodes after each start (of each replica, after each restart); the episode tha
 a freed slot is warm. Cold episodes are marked ``cold: true``, count for every verdict,
 and are left out of the latency figures and of the ETA. An agent bat did not start
 (``agent.start: false``) has no start bat saw: nothing is marked.
+
+**When the model's key is missing** (its first ``CREDENTIAL_STOP_AFTER`` episodes all end
+``authentication_failed``), the rest are recorded ``not_run`` in the same way rather than
+each failing alike (:class:`CredentialWatch`).
 """
 
 from __future__ import annotations
@@ -71,6 +75,40 @@ class RestartBudget:
     spent: int = 0
 
 
+# How many of a model's first episodes must all fail on its credentials to stop it early.
+CREDENTIAL_STOP_AFTER = 3
+
+
+@dataclass
+class CredentialWatch:
+    """Whether a model's first episodes all failed ``authentication_failed`` (its key is
+    missing or refused): then every later one would too, and the rest of the model's
+    episodes are not run (recorded ``not_run``, for ``--retry-infra`` once the key is
+    set) rather than spending the whole run. Shared by the replicas of one model. A
+    rate limit may pass, so it never stops a model."""
+
+    limit: int = CREDENTIAL_STOP_AFTER
+    seen: int = 0
+    failed: int = 0
+    stopped: str | None = None  # why, once stopped
+
+    def note(self, agent_error: AgentError | None, passed: bool, key_env: str | None) -> None:
+        """Count one finished episode (only the first ``limit`` are looked at)."""
+        if self.seen >= self.limit:
+            return
+        self.seen += 1
+        if passed or agent_error is None or agent_error.kind != "authentication_failed":
+            self.seen = self.limit  # one that did not fail so: never stop
+            return
+        self.failed += 1
+        if self.failed == self.limit:
+            variable = key_env or "the model's API key"
+            self.stopped = (
+                f"its first {self.limit} episodes failed authentication_failed "
+                f"({agent_error.message[:120]}): is {variable} set and valid?"
+            )
+
+
 @dataclass
 class Outcome:
     passed: bool
@@ -95,6 +133,8 @@ class EpisodeRunner:
         agent=None,  # an AgentProcess bat started (alive, restart, describe_exit), or None
         max_restarts: int = 20,
         budget: RestartBudget | None = None,  # shared by the replicas of one model
+        credentials: CredentialWatch | None = None,  # shared by the replicas of one model
+        key_env: str | None = None,  # the model's key variable, named when it stops early
         on_done: Callable[[Outcome], None] | None = None,
         notice: Callable[[str], None] | None = None,
         scrubber: Scrubber,
@@ -110,6 +150,8 @@ class EpisodeRunner:
         self.spans = spans
         self.agent = agent
         self.budget = budget or RestartBudget(max_restarts)
+        self.credentials = credentials or CredentialWatch()
+        self.key_env = key_env
         self.on_done = on_done
         self.notice = notice or (lambda text: None)
         self.restarts = 0
@@ -143,6 +185,8 @@ class EpisodeRunner:
         suspects: deque[Work] = deque()
         try:
             while pending or suspects:
+                if self.credentials.stopped is not None:
+                    return self.credentials.stopped, list(suspects)
                 if self.agent is not None and not self.agent.alive():
                     reason = await self._restart()
                     if reason is not None:
@@ -166,7 +210,7 @@ class EpisodeRunner:
         suspects: list[Work] = []
 
         async def worker() -> None:
-            while pending and not died.is_set():
+            while pending and not died.is_set() and self.credentials.stopped is None:
                 item = pending.popleft()
                 observed = await self._observe(session, item)
                 if await self._died_under(observed):
@@ -330,6 +374,7 @@ class EpisodeRunner:
         store.queue_episode(
             self._writer, self.model_dir, stem, result, earlier=earlier, scrubber=self.scrubber
         )
+        self.credentials.note(result.agent_error, result.verdict.passed, self.key_env)
         if self.on_done is not None:
             outcome = episode_outcome(result)
             self.on_done(

@@ -204,7 +204,7 @@ def with_statuses(run_dir: Path, statuses: dict[str, str]) -> Path:
         data = json.loads(path.read_text())
         if data["task_id"] in statuses:
             data["final_status"] = statuses[data["task_id"]]
-            data["final_output"] = "the model said: 429 Too Many Requests"
+            data["final_output"] = "the model said: Error code: 500 Internal Server Error"
             path.write_text(json.dumps(data))
     return model_dir
 
@@ -215,13 +215,13 @@ def test_failed_rejected_canceled_episodes_of_bat_cli_are_agent_errors(tmp_path)
     model_dir = with_statuses(copy_run(tmp_path), {"t09": "failed", "t00": "canceled"})
     converted = batcli.load(model_dir)
     totals = converted.summary.totals
-    # t09's five failed with a rate limit in their words; t00's five were canceled
+    # t09's five failed with a model error in their words; t00's five were canceled
     assert {kind: n for kind, n in totals.agent_errors.items() if n} == {
-        "rate_limited": 5,
+        "model_error": 5,
         "canceled": 5,
     }
     rows = {(r.task_id, r.attempt): r for r in converted.metrics.per_episode}
-    assert rows[("t09", 1)].status == "error" and rows[("t09", 1)].agent_error == "rate_limited"
+    assert rows[("t09", 1)].status == "error" and rows[("t09", 1)].agent_error == "model_error"
     assert rows[("t11", 1)].status == "completed" and rows[("t11", 1)].agent_error is None
     episodes = {(e.task_id, e.attempt): e for _, e in batcli.episodes(model_dir)}
     assert episodes[("t00", 2)].status == "error"

@@ -6,11 +6,17 @@ frameworks put in an agent's failed status.
 """
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bat.evaluation.log.episode import AGENT_ERROR_KINDS, AgentError, InfraError, Verdict
-from bat.evaluation.log.outcome import MESSAGE_CHARS, episode_outcome, from_state, row_outcome
+from bat.evaluation.log.outcome import (
+    CREDENTIAL_KINDS,
+    MESSAGE_CHARS,
+    episode_outcome,
+    from_state,
+    row_outcome,
+)
 from bat.evaluation.stats import row_of
 from tests import logkit
 
@@ -25,6 +31,16 @@ STATES = ("failed", "rejected", "canceled")
             "authentication_failed",
         ),
         ("AuthenticationError: invalid x-api-key", "authentication_failed"),
+        # BAT-ADK's words for an OpenAI client without a key (issue 28), and the client's
+        ("Agent execution failed (OpenAIError)", "authentication_failed"),
+        (
+            "The api_key client option must be set either by passing api_key",
+            "authentication_failed",
+        ),
+        ("Missing credentials. Please pass an `apiKey`", "authentication_failed"),
+        ("openai.PermissionDeniedError: Error code: 403", "authentication_failed"),
+        ("openai.RateLimitError: Error code: 429", "rate_limited"),
+        ("MyOpenAIErrors are not OpenAI's", "unknown"),
         (
             "Error code: 429 - {'error': {'message': 'Rate limit reached for gpt-4.1-mini'}}",
             "rate_limited",
@@ -79,14 +95,19 @@ def _episode(verdict, infra, agent_error):
 @given(
     verdict=VERDICTS,
     infra=st.sampled_from([None, "timeout", "crash"]),
-    agent_error=st.sampled_from([None, "rate_limited", "refused"]),
+    agent_error=st.sampled_from([None, "rate_limited", "authentication_failed", "refused"]),
 )
 def test_an_episode_and_its_metrics_row_come_to_the_same_outcome(verdict, infra, agent_error):
     """One order for every reader: an infrastructure failure, else the verdict's pass,
-    else the agent's error, else a failure; the file and its row agree on it."""
+    else the agent's error, else a failure; the file and its row agree on it. An agent
+    error of the model's credentials that did not pass is an infrastructure failure of
+    its kind (the agent did not really run)."""
     episode = _episode(verdict, infra, agent_error)
     outcome = episode_outcome(episode)
     passed = verdict is not None and verdict[0]
+    credentials = agent_error in CREDENTIAL_KINDS and not passed and not infra
+    if credentials:
+        infra, agent_error = agent_error, None
     expected = "infra" if infra else "pass" if passed else "error" if agent_error else "fail"
     assert outcome.word == expected
     assert outcome.passed == (expected == "pass")
@@ -101,3 +122,44 @@ def test_a_row_of_an_older_file_with_empty_kinds_is_no_failure():
         update={"infra_error": "", "agent_error": ""}
     )
     assert row_outcome(row).word == "pass" and row_outcome(row).kind is None
+
+
+CREDENTIAL_WORDS = (
+    "Agent execution failed (OpenAIError)",
+    "Missing credentials",
+    "api_key client option must be set",
+    "401 invalid api key",
+    "AuthenticationError",
+)
+
+
+@given(
+    before=st.text(max_size=300),
+    words=st.sampled_from(CREDENTIAL_WORDS),
+    after=st.text(max_size=300),
+)
+def test_credential_words_anywhere_are_authentication_failed(before, words, after):
+    """Whatever surrounds them, a missing or refused key's words class the failure (they
+    are read first), and the message kept is bounded."""
+    error = from_state("failed", f"{before} {words} {after}")
+    assert error.kind == "authentication_failed"
+    assert 0 < len(error.message) <= MESSAGE_CHARS
+
+
+@settings(deadline=None)  # the first example imports httpx and a2a
+@given(message=st.text(max_size=2000))
+def test_classifying_any_exception_text_never_crashes(message):
+    from bat.evaluation.log.outcome import classify
+
+    found = classify(RuntimeError(message))
+    assert isinstance(found, AgentError | InfraError)
+    assert len(found.message) <= MESSAGE_CHARS
+
+
+def test_a_credential_failure_is_an_infrastructure_failure_unless_it_passed():
+    """The agent's model was never asked: out of pass@k, against the trust budget."""
+    for kind in CREDENTIAL_KINDS:
+        failed = episode_outcome(_episode((False, False), None, kind))
+        assert (failed.word, failed.infra, failed.agent_error) == ("infra", kind, None)
+        expected = episode_outcome(_episode((True, False), None, kind))  # the task wanted it
+        assert (expected.word, expected.agent_error) == ("pass", kind)

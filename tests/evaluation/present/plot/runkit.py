@@ -105,7 +105,9 @@ def episode_of(
         final_output="" if infra else output,
         infra_error=InfraError(kind="timeout", message="no answer in 30 s") if infra else None,
         agent_error=(
-            AgentError(kind="rate_limited", message="429", code=429) if letter == "a" else None
+            AgentError(kind="model_error", message="Error code: 500", code=500)
+            if letter == "a"
+            else None
         ),
         trace=EpisodeTrace(
             context_id=f"c-{position}-{attempt}",

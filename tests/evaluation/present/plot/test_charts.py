@@ -265,8 +265,8 @@ def test_agent_errors_are_counted_and_shown(tmp_path):
     result = plot(base)
     assert result.code == 0, result.err
     html = (base / "report.html").read_text()
-    assert "2 rate_limited" in html  # the runs table
-    assert html.count("agent error: rate_limited") == 2  # each episode
+    assert "2 model_error" in html  # the runs table
+    assert html.count("agent error: model_error") == 2  # each episode
 
 
 def test_a_task_whose_passes_the_judge_doubts_is_open_and_says_so(tmp_path):

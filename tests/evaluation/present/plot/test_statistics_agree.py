@@ -158,7 +158,7 @@ def test_the_report_runs_table_shows_metrics_json_numbers(run):
     assert row[f"pass@{summary['k']}"] == pct(stats["pass_at_k"])
     assert row[f"pass^{summary['k']}"] == pct(stats["pass_hat_k"])
     assert row["infra failures"] == str(stats["infra_failures"]) == "1"
-    assert row["agent errors"] == "1 rate_limited"
+    assert row["agent errors"] == "1 model_error"
     assert row["latency median / p90 / p99"] == (
         f"{wall['median']:.2f} s / {wall['p90']:.2f} s / {wall['p99']:.2f} s"
     )
