@@ -13,7 +13,6 @@ would give? (two-sided binomial test, p = 1 when nothing flipped).
 from __future__ import annotations
 
 import math
-from math import comb
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from bat.errors import InputError
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.summary import Summary, TaskSummary
+from bat.evaluation.present.power import mcnemar_exact
 from bat.figures import counted, number, percent, points
 from bat.terminal import safe
 
@@ -143,15 +143,6 @@ def card_warnings(a: Path, b: Path) -> list[str]:
     if card_a is None or card_b is None:
         return []
     return [safe(line) for line in comparable(card_a, card_b)]
-
-
-def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar p-value for b flips one way and c the other."""
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = sum(comb(n, i) for i in range(min(b, c) + 1)) / 2**n
-    return round(min(1.0, 2 * tail), 6)
 
 
 def render(result: dict[str, Any]) -> str:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import ValidationError
 
 from bat.errors import InputError
-from bat.evaluation.context import RunContext
+from bat.evaluation.inputs.config import ResolvedConfig
 from bat.evaluation.inputs.gate_specs import GateSpec
 from bat.evaluation.log import layout
 from bat.evaluation.log import run as rundir
@@ -33,7 +34,17 @@ class GateInputs:
     source: str  # "eval.yaml", or the run.json they were read from
 
 
-def gate_inputs(ctx: RunContext, run_dir: Path) -> GateInputs:
+class _Context(Protocol):
+    """What is read of the run context (:class:`bat.evaluation.context.RunContext`, a
+    layer above this one): eval.yaml, resolved on demand, and where it is looked for."""
+
+    config_file: Path | None
+
+    @property
+    def resolved(self) -> ResolvedConfig: ...
+
+
+def gate_inputs(ctx: _Context, run_dir: Path) -> GateInputs:
     """eval.yaml's when there is one (a broken one raises), else ``run_dir``'s run.json."""
     try:
         resolved = ctx.resolved

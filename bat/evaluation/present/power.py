@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from math import comb
 
 from bat.figures import counted
 
@@ -23,11 +24,18 @@ from bat.figures import counted
 _MOST_FLIPS = 64
 
 
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value for b flips one way and c the other."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, i) for i in range(min(b, c) + 1)) / 2**n
+    return round(min(1.0, 2 * tail), 6)
+
+
 def smallest_p(flipped: int) -> float:
     """The smallest p McNemar's exact test (as bat computes it) can give for
     ``flipped`` discordant tasks: all of them flipped one way."""
-    from bat.evaluation.present.compare import mcnemar_exact
-
     return mcnemar_exact(flipped, 0)
 
 

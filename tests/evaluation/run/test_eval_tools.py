@@ -129,6 +129,8 @@ def test_multi_turn_without_checkpoints_warns(tmp_path, bat, home):
         tasks,
         config_yaml=(CONFIG % "none").replace("checkpoints: true", "checkpoints: false"),
     )
+    # A bat-adk agent: checkpoints is bat-adk's key (a plain a2a-sdk agent gets no warning).
+    (project / "pyproject.toml").write_text('[project]\nname = "a"\ndependencies = ["bat-adk"]\n')
     result = bat("eval.run", cwd=project)
     assert result.code == 0
     assert "warning: 1 task has several turns" in result.err and "checkpoints" in result.err
