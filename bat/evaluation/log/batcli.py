@@ -23,14 +23,16 @@ A model folder is bat-cli's when its summary.json has an ``attempts`` list and n
 ``schema`` key (bat's has both since bat.summary/2). The metrics rows have no attempt
 number. A task's rows are its attempts in order (bat-cli writes them that way, and the
 ``aux.attempt_index`` of its episode files agrees), so they are numbered from 1, as ours
-are. What bat-cli does not record gets a
-neutral value: no infrastructure failures (``infra_error`` None), no time to the first
-event, 0 model and tool calls. The label is the episodes' ``model_name``, else the
+are. What bat-cli does not record gets a neutral value: no time to the first event, 0
+model and tool calls. The label is the episodes' ``model_name``, else the
 ``model_name`` of summary.json, and the run id is the run folder's name.
 
-Outcomes are read as bat reads its own: a ``failed``, ``rejected`` or ``canceled``
-status is the agent's error (status ``error``, its kind read from the episode's final
-output as :mod:`bat.evaluation.log.outcome` reads a status message), and a pass is
+Outcomes are read as bat reads its own. bat-cli's ``final_status: "error"`` stands for
+both the agent's failed task and bat-cli's own connection errors: :func:`error_of`
+(:mod:`bat.evaluation.log.batcli_errors`) tells them apart from the episode's text and
+events, into the agent's error (status ``error``, its kind read from the agent's words as
+:mod:`bat.evaluation.log.outcome` reads a status message) or an infrastructure failure
+(kept out of pass@k, counted against the run's trust budget). A pass is
 *vacuous* when the episode's answer is empty or its verdict checked nothing but the
 status (the reason lists every check, in bat's format). So a bat-cli run and a bat run
 of the same agent count agent errors and vacuous passes alike.
@@ -47,6 +49,7 @@ from typing import Any
 from bat.atomic import json_text, write_text_atomic
 from bat.errors import InputError
 from bat.evaluation.log import layout
+from bat.evaluation.log.batcli_errors import Reading, error_of
 from bat.evaluation.log.episode import (
     EpisodeResult,
     EpisodeTrace,
@@ -99,7 +102,7 @@ def load(folder: Path) -> BatcliRun:
     path = folder / METRICS_FILE
     raw = read_json_object(path)
     facts = _episode_facts(folder)
-    rows = _rows(raw, path, facts.outputs)
+    rows = _rows(raw, path, facts)
     totals = raw.get("summary") if isinstance(raw.get("summary"), dict) else {}
     k = _count(given.get("k")) or _count(totals.get("k_attempts")) or _most_attempts(rows)
     model = facts.model_name or _given_name(given) or folder.name
@@ -120,7 +123,7 @@ def load(folder: Path) -> BatcliRun:
     return BatcliRun(model=model, run_id=run_id, summary=summary, metrics=metrics)
 
 
-def _rows(raw: dict[str, Any], path: Path, outputs: dict[tuple[str, int], str]) -> list[EpisodeRow]:
+def _rows(raw: dict[str, Any], path: Path, facts: _EpisodeFacts) -> list[EpisodeRow]:
     episodes = raw.get("per_episode")
     if not isinstance(episodes, list):
         raise InputError(f"{path} is malformed: 'per_episode' is not a list")
@@ -142,18 +145,21 @@ def _rows(raw: dict[str, Any], path: Path, outputs: dict[tuple[str, int], str]) 
         verdict = row.get("verdict") if isinstance(row.get("verdict"), dict) else {}
         reason = verdict.get("reason") if isinstance(verdict.get("reason"), str) else ""
         expected = row.get("expected_outcome")
-        output = outputs.get((task_id, attempts[task_id]))
-        status, agent_error = from_final_status(row.get("status"), output or "")
+        output = facts.outputs.get((task_id, attempts[task_id]))
+        reading = facts.readings.get((task_id, attempts[task_id])) or Reading(
+            *from_final_status(row.get("status"), output or "")
+        )
         outcome = outcome_from(
-            passed,
+            passed and reading.infra is None,
             vacuous=_status_only(reason) or output == "",
-            agent_error=agent_error.kind if agent_error else None,
+            infra=reading.infra.kind if reading.infra else None,
+            agent_error=reading.agent_error.kind if reading.agent_error else None,
         )
         rows.append(
             EpisodeRow(
                 task_id=task_id,
                 expected_outcome=expected if isinstance(expected, str) else None,
-                status=status,
+                status=reading.status,
                 **outcome.row_fields(),
                 time=RowTime(wall_ms=wall_ms),
                 tokens=RowTokens(
@@ -216,14 +222,16 @@ def _most_attempts(rows: list[EpisodeRow]) -> int:
 @dataclass
 class _EpisodeFacts:
     """What the metrics rows lack, from the episode files: the final output of each
-    (task, attempt) and the model's ``model_name`` (provider:model)."""
+    (task, attempt), what its end was (:func:`error_of`), and the model's ``model_name``
+    (provider:model)."""
 
     outputs: dict[tuple[str, int], str]
+    readings: dict[tuple[str, int], Reading]
     model_name: str | None = None
 
 
 def _episode_facts(folder: Path) -> _EpisodeFacts:
-    facts = _EpisodeFacts(outputs={})
+    facts = _EpisodeFacts(outputs={}, readings={})
     for path in layout.episode_files(folder):
         try:
             data = strict_loads(read_regular(path).decode("utf-8"))
@@ -240,6 +248,7 @@ def _episode_facts(folder: Path) -> _EpisodeFacts:
         if isinstance(index, int) and not isinstance(index, bool) and "task_id" in data:
             key = (str(data["task_id"]), index + 1)
             facts.outputs[key] = output if isinstance(output, str) else ""
+            facts.readings[key] = error_of(data)
     return facts
 
 
@@ -295,21 +304,21 @@ def as_episode(data: dict[str, Any], path: Path) -> EpisodeResult:
     wall = wall_ms / 1000 if isinstance(wall_ms, int | float) and wall_ms >= 0 else 0.0
     aux = data.get("aux") if isinstance(data.get("aux"), dict) else {}
     index = aux.get("attempt_index")
-    status = data.get("final_status")
     given = data.get("verdict")
     verdict = None
     if isinstance(given, dict) and isinstance(given.get("passed"), bool):
         reason = given.get("reason")
         verdict = Verdict(passed=given["passed"], reason=reason if isinstance(reason, str) else "")
     output = str(data.get("final_output") or "")
-    status, agent_error = from_final_status(status, output)
+    reading = error_of(data)
     try:
         return EpisodeResult(
             task_id=str(data["task_id"]),
             attempt=index + 1 if isinstance(index, int) and not isinstance(index, bool) else 1,
             model=str(data.get("model_name") or ""),
-            status=status,
-            agent_error=agent_error,
+            status=reading.status,
+            agent_error=reading.agent_error,
+            infra_error=reading.infra,
             final_output=output,
             trace=EpisodeTrace(context_id="", tool_calls=calls, usage=usage, wall_time_s=wall),
             verdict=verdict,
