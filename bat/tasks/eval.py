@@ -63,6 +63,7 @@ def _stage_run(c: Context, run: str | None, *, batcli: bool = False):
     """
     from pathlib import Path
 
+    from bat.errors import InputError
     from bat.evaluation.log import batcli as batcli_files
     from bat.evaluation.log import layout
     from bat.evaluation.log.run import find_run
@@ -73,6 +74,13 @@ def _stage_run(c: Context, run: str | None, *, batcli: bool = False):
     chosen = run or (str(ctx.run_dir) if ctx.run_dir else None)
     found = None
     if chosen and layout.is_run_folder(Path(chosen)):
+        found = Path(chosen)
+    elif chosen and batcli_files.model_folders(Path(chosen)):  # a path: no eval.yaml needed
+        if not batcli:
+            raise InputError(
+                f"{chosen} is a bat-cli 2026.10 run folder: this stage works on bat's runs "
+                "(eval.plot, eval.compare, eval.export, eval.verdict and eval.view read it)"
+            )
         found = Path(chosen)
     else:
         output_dir = _config(c).output_dir

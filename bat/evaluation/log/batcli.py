@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from math import inf
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bat.atomic import json_text, write_text_atomic
 from bat.errors import InputError
@@ -60,6 +60,7 @@ from bat.evaluation.log.episode import (
 from bat.evaluation.log.files import read_json_object, read_regular, strict_loads
 from bat.evaluation.log.outcome import from_final_status, outcome_from
 from bat.evaluation.log.summary import (
+    DEFAULT_RUN_NAME,
     EpisodeRow,
     Metrics,
     RowTime,
@@ -68,6 +69,9 @@ from bat.evaluation.log.summary import (
     Summary,
 )
 from bat.evaluation.stats import summarize
+
+if TYPE_CHECKING:
+    from bat.evaluation.log.run import RunRecord
 
 METRICS_FILE, SUMMARY_FILE = layout.METRICS_FILE, layout.SUMMARY_FILE
 
@@ -413,3 +417,87 @@ def _recounted(
             )
     summary["passed"] = passed
     return metrics, summary
+
+
+# --- a bat-cli run folder as bat's viewer sees a run ----------------------------------------
+
+
+def is_run_folder(path: Path) -> bool:
+    """Whether ``path`` is a bat-cli 2026.10 run folder: no run.json of bat's, and at least
+    one sub-folder of bat-cli's model files."""
+    path = Path(path)
+    if path.is_symlink() or not path.is_dir() or layout.is_run_folder(path):
+        return False
+    try:
+        return any(is_model_folder(child) for child in path.iterdir() if child.is_dir())
+    except OSError:
+        return False
+
+
+def run_record(run_dir: Path) -> RunRecord:
+    """A bat-cli run folder as bat's ``run.json`` would describe it, for readers that list
+    runs (the viewer): each model folder with its label (the episodes' ``model_name``),
+    its tasks in their order, ``k``, the run name (bat-cli's default ``benchmark``) and its
+    time. Nothing is written. A folder that is not bat-cli's is an InputError."""
+    from bat.evaluation.log.run import ModelEntry, RunRecord
+
+    run_dir = Path(run_dir)
+    folders = model_folders(run_dir) if not layout.is_run_folder(run_dir) else []
+    if not folders:
+        raise InputError(f"{run_dir} is not a bat-cli 2026.10 run folder")
+    models, tasks, k, name, stamp = [], {}, 1, None, None
+    for folder in folders:
+        found = load(folder)
+        models.append(ModelEntry(label=found.model, dir=folder.name, status="completed"))
+        tasks.update(dict.fromkeys(row.task_id for row in found.metrics.per_episode))
+        k = max(k, found.summary.k)
+        name = name or found.summary.run_name
+        stamp = stamp or found.summary.timestamp_utc
+    return RunRecord(
+        run_id=run_dir.name,
+        run_name=name or DEFAULT_RUN_NAME,
+        status="completed",
+        started_at=_iso(stamp) or "",
+        tasks=list(tasks),
+        k=k,
+        models=models,
+    )
+
+
+def _iso(stamp: str | None) -> str | None:
+    """bat-cli's ``20261201_033109`` as ISO 8601 (UTC), else the text as it is."""
+    import re
+
+    match = re.fullmatch(r"(\d{4})(\d\d)(\d\d)_(\d\d)(\d\d)(\d\d)", stamp or "")
+    if not match:
+        return stamp
+    y, mo, d, h, mi, s = match.groups()
+    return f"{y}-{mo}-{d}T{h}:{mi}:{s}Z"
+
+
+def read_any_episode(path: Path) -> EpisodeResult:
+    """An episode file of bat's (:func:`bat.evaluation.log.store.read_episode`) or of
+    bat-cli's (no ``schema``, a ``final_status``), read as bat's; else bat's InputError."""
+    from bat.evaluation.log import store
+
+    try:
+        return store.read_episode(path)
+    except InputError as exc:
+        try:
+            data = read_json_object(path)
+        except InputError:
+            raise exc from None
+        if "schema" in data or "final_status" not in data or "task_id" not in data:
+            raise
+        return as_episode(data, path)
+
+
+def read_record(run_dir: Path) -> RunRecord:
+    """The run.json of a run of bat's, or :func:`run_record` of a bat-cli run folder: the
+    one call by which a reader that lists runs takes both."""
+    from bat.evaluation.log import run as rundir
+
+    run_dir = Path(run_dir)
+    if not layout.run_file(run_dir).exists() and is_run_folder(run_dir):
+        return run_record(run_dir)
+    return rundir.read_run(run_dir)

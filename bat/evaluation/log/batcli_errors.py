@@ -47,7 +47,8 @@ _EVAL_ERROR = re.compile(r"^<eval error: (.*)>$", re.DOTALL)
 _EXCEPTION = re.compile(r"^([A-Z][A-Za-z0-9_]*): ?(.*)$", re.DOTALL)
 _TIMEOUT_WORDS = re.compile(r"timed? ?out|timeout", re.IGNORECASE)
 _REFUSED_WORDS = re.compile(
-    r"connect|refused|unreachable|name or service|resolution|no route|fetching agent card",
+    r"refused|connect ?error|connection attempts failed|failed to establish|unreachable"
+    r"|name or service|name resolution|no route|fetching agent card",
     re.IGNORECASE,
 )
 # httpx's and Python's names for a connection that broke under a request, or never was.
