@@ -173,9 +173,9 @@ def test_the_counts_are_the_same_in_plot_compare_view_and_export(runs):
         assert LABEL in run_page
         episode = client.get(f"/runs/{runs['broken'].name}/episodes/{MODEL}/t00__try4.json")
         assert episode.status_code == 200 and "timeout" in episode.text
-    views = __import__(
-        "bat.evaluation.present.view.pages", fromlist=["runs_page"]
-    ).runs_page(runs["base"], lambda run_dir: _watch(run_dir))
+    views = __import__("bat.evaluation.present.view.pages", fromlist=["runs_page"]).runs_page(
+        runs["base"], lambda run_dir: _watch(run_dir)
+    )
     broken = next(v for v in views if v.run_id == runs["broken"].name)
     assert broken.models[0].figures["infra"] == str(len(CONNECTION))
     assert broken.models[0].figures["agent_errors"] == str(len(FAILED))
