@@ -412,7 +412,8 @@ def verdict(c: Context, run: str | None = None) -> None:
     short={"folder": "f", "filter": "F"},
     help={
         "folder": "Folder whose sub-folders holding a metrics.json are runs (default: output_dir).",
-        "filter": "Only task ids containing this text in per-task charts and tables.",
+        "filter": "Only these tasks in per-task charts and tables: a glob, or a task id "
+        "(a word naming no task: every id holding it).",
     },
 )
 def plot(c: Context, folder: str | None = None, filter: str | None = None) -> None:

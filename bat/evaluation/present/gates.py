@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 from bat.errors import InputError
@@ -33,6 +32,7 @@ from bat.evaluation.log.outcome import row_outcome
 from bat.evaluation.log.run import RunRecord
 from bat.evaluation.log.summary import EpisodeRow, Metrics, Summary
 from bat.evaluation.stats import summarize
+from bat.evaluation.task_glob import task_matcher
 from bat.figures import counted, number
 from bat.secrets import Scrubber
 
@@ -157,13 +157,15 @@ def _choose(
     """The task ids that any selector (an id, a glob, ``tag:NAME``) matches."""
     if not selectors:
         return set(tasks)
-    return {task for task in tasks if any(_matches(s.strip(), task, tags) for s in selectors)}
+    return {
+        task for task in tasks if any(_matches(s.strip(), task, tags, tasks) for s in selectors)
+    }
 
 
-def _matches(selector: str, task: str, tags: dict[str, frozenset[str]]) -> bool:
+def _matches(selector: str, task: str, tags: dict[str, frozenset[str]], known: list[str]) -> bool:
     if selector.startswith("tag:"):
         return selector[4:] in tags.get(task, frozenset())
-    return fnmatchcase(task, selector)
+    return task_matcher(selector, known)(task)  # the one rule: bat.evaluation.task_glob
 
 
 def _answer(spec: GateSpec, scope: _Scope | str, record: RunRecord) -> GateResult:

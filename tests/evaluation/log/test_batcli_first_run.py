@@ -204,3 +204,53 @@ def test_run_record_of_a_batcli_folder(runs):
     assert record.tasks == ["t00", "t07", "t09", "t11"]
     assert [(m.label, m.dir) for m in record.models] == [(LABEL, MODEL)]
     assert record.started_at == "2026-12-01T03:31:09Z"
+
+
+# --- one glob rule for task filters --------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+IDS = st.lists(st.text("abt0-_", min_size=1, max_size=6), min_size=1, max_size=8, unique=True)
+
+
+def _everywhere(pattern: str, ids: list[str]) -> dict[str, list[str]]:
+    """What each consumer of a task filter keeps of ``ids``: eval.run --task, eval.plot
+    --filter, a gate's tasks: and the viewer's task filter."""
+    from bat.evaluation.inputs.dataset import TaskSpec
+    from bat.evaluation.inputs.selection import Selection
+    from bat.evaluation.present import gates
+    from bat.evaluation.present.plot.runs import matches
+    from bat.evaluation.present.view.pages import Filters, Matches
+
+    tasks = [TaskSpec(id=i, turns=["x"]) for i in ids]
+    selection = Selection.of(tasks=[pattern])
+    viewer = Matches(Filters(task=pattern), known_tasks=frozenset(ids))
+    return {
+        "run": [t.id for t in tasks if selection.chooses(t, set(ids))],
+        "plot": [i for i in ids if matches(i, pattern, ids)],
+        "gate": [i for i in ids if i in gates._choose([pattern], ids, {})],
+        "view": [i for i in ids if viewer.row_kept(i)],
+    }
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(ids=IDS, data=st.data())
+def test_every_task_filter_follows_the_one_rule(ids, data):
+    from fnmatch import fnmatchcase
+
+    from bat.evaluation.task_glob import matching
+
+    pattern = data.draw(
+        st.one_of(st.sampled_from(ids), st.text("abt0-*?", min_size=1, max_size=4)),
+        label="pattern",
+    )
+    if any(c in pattern for c in "*?["):
+        expected = [i for i in ids if fnmatchcase(i, pattern)]
+    elif pattern in ids:
+        expected = [pattern]  # a task's id names that task alone
+    else:
+        expected = [i for i in ids if pattern in i]  # a plain word naming none: *WORD*
+    assert matching(pattern, ids) == expected
+    found = _everywhere(pattern, ids)
+    assert found == dict.fromkeys(found, expected)

@@ -474,13 +474,16 @@ class Matches:
     tags: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     task_tags: dict[str, frozenset[str]] = field(default_factory=dict)
+    known_tasks: frozenset[str] = (
+        frozenset()
+    )  # the run's task ids (a plain word naming none: *WORD*)
 
     def row_kept(self, task: str) -> bool:
         """A task row the task and tag filters keep."""
-        import fnmatch
+        from bat.evaluation.task_glob import task_matcher
 
         wanted = self.filters
-        if wanted.task and not (task == wanted.task or fnmatch.fnmatchcase(task, wanted.task)):
+        if wanted.task and not task_matcher(wanted.task, self.known_tasks)(task):
             return False
         return not wanted.tag or wanted.tag in self.task_tags.get(task, frozenset())
 
@@ -517,6 +520,7 @@ def _matching(
     keep): the viewer keeps no answer in memory."""
     found = Matches(filters, models=[m.dir for m in record.models])
     found.model_labels = {m.dir: m.label for m in record.models}
+    found.known_tasks = frozenset(record.tasks) | {entry.task for entry in latest}
     found.task_tags = task_tags
     found.tags = sorted({tag for tags in found.task_tags.values() for tag in tags})
     found.errors = sorted({str(e.error) for e in latest if e.error})
