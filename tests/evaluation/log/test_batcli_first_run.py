@@ -254,3 +254,69 @@ def test_every_task_filter_follows_the_one_rule(ids, data):
     assert matching(pattern, ids) == expected
     found = _everywhere(pattern, ids)
     assert found == dict.fromkeys(found, expected)
+
+
+# --- run_name and the status of artifact events ----------------------------------------------
+
+
+def test_summary_run_name_is_never_null(tmp_path):
+    from bat.evaluation.log.summary import EpisodeRow, RowTime, RowVerdict, Summary
+    from bat.evaluation.stats import summarize
+
+    row = EpisodeRow(
+        task_id="t",
+        status="completed",
+        success=True,
+        time=RowTime(wall_ms=10.0),
+        verdict=RowVerdict(passed=True),
+        attempt=1,
+        wall_time_s=0.01,
+    )
+    summary, _ = summarize([row], k=1, model="m", task_order=["t"], run_name=None)
+    written = json.loads(summary.model_dump_json(by_alias=True))
+    assert written["run_name"] == "benchmark"  # bat-cli's default, as bat-cli writes it
+    older = {**written, "run_name": None}
+    assert Summary.model_validate(older).run_name == "benchmark"
+    # and bat-cli's own files keep theirs
+    assert store.read_results(REAL / MODEL).summary.run_name == "benchmark"
+
+
+def test_an_artifact_event_carries_the_tasks_status_word():
+    from a2a.types import (
+        Artifact,
+        Part,
+        StreamResponse,
+        TaskArtifactUpdateEvent,
+        TaskState,
+        TaskStatus,
+        TaskStatusUpdateEvent,
+    )
+
+    from bat.evaluation.log.episode import EpisodeTrace
+    from bat.evaluation.run.turn_events import Turn, absorb
+
+    turn, trace = Turn(), EpisodeTrace(context_id="c")
+    working = TaskStatusUpdateEvent(
+        task_id="x", status=TaskStatus(state=TaskState.TASK_STATE_WORKING)
+    )
+    chunk = TaskArtifactUpdateEvent(
+        task_id="x", artifact=Artifact(artifact_id="a", parts=[Part(text="echo: hi")])
+    )
+    done = TaskStatusUpdateEvent(
+        task_id="x", status=TaskStatus(state=TaskState.TASK_STATE_COMPLETED)
+    )
+    late = TaskArtifactUpdateEvent(
+        task_id="x", artifact=Artifact(artifact_id="b", parts=[Part(text="more")])
+    )
+    for n, event in enumerate(
+        [
+            StreamResponse(status_update=working),
+            StreamResponse(artifact_update=chunk),
+            StreamResponse(status_update=done),
+            StreamResponse(artifact_update=late),
+        ]
+    ):
+        absorb(event, turn, trace, 0, n / 10, "hi" if n == 0 else None)
+    written = [e["task_status"] for e in json.loads(trace.model_dump_json(by_alias=True))["events"]]
+    assert written == ["working", "working", "completed", "completed"]
+    assert None not in written
