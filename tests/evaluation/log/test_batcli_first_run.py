@@ -320,3 +320,15 @@ def test_an_artifact_event_carries_the_tasks_status_word():
     written = [e["task_status"] for e in json.loads(trace.model_dump_json(by_alias=True))["events"]]
     assert written == ["working", "working", "completed", "completed"]
     assert None not in written
+
+
+def test_run_dir_is_read_alike_by_every_stage_without_eval_yaml(runs, tmp_path):
+    """``--run DIR`` of a bat-cli folder, from a folder with no eval.yaml: the stages that
+    read it do; one that works on bat's runs only says so in one line (no traceback)."""
+    exported = run_bat("eval.export", "--run", str(runs["clean"]), "--to", "csv:-", cwd=tmp_path)
+    assert exported.code == 0, exported.err
+    assert exported.out.count("\n") > 20  # a row per episode
+    refused = run_bat("eval.summarize", "--run", str(runs["clean"]), cwd=tmp_path)
+    assert refused.code != 0
+    assert "is a bat-cli 2026.10 run folder" in refused.err
+    assert "Traceback" not in refused.err and refused.err.count("\n") == 1
