@@ -648,9 +648,21 @@ def view(
     from bat.evaluation.present.view.server import DEFAULT_HOST, DEFAULT_PORT, listen, serve
 
     base = Path(folder) if folder else _output_dir_or_cwd(c)
+    base = _runs_folder(base)
     chosen = _number(port, "--port", int)
     listening = listen(host or DEFAULT_HOST, DEFAULT_PORT if chosen is None else chosen, token)
     serve(base, listening, open_browser=open, announce=lambda line: print(line, flush=True))
+
+
+def _runs_folder(base):
+    """``--folder`` names the folder whose sub-folders are runs; given a run itself (bat's
+    or bat-cli's, as ``--run DIR`` takes it), the folder holding it is served."""
+    from bat.evaluation.log import batcli, layout
+
+    if layout.is_run_folder(base) or batcli.is_run_folder(base):
+        print(f"{base} is a run: serving the runs of {base.resolve().parent}")
+        return base.resolve().parent
+    return base
 
 
 def _check_run(reference: str, source: str) -> None:

@@ -332,3 +332,14 @@ def test_run_dir_is_read_alike_by_every_stage_without_eval_yaml(runs, tmp_path):
     assert refused.code != 0
     assert "is a bat-cli 2026.10 run folder" in refused.err
     assert "Traceback" not in refused.err and refused.err.count("\n") == 1
+
+
+def test_view_given_a_batcli_run_serves_the_folder_holding_it(runs, capsys):
+    from bat.evaluation.present.view.pages import run_folders
+    from bat.tasks.eval import _runs_folder
+
+    served = _runs_folder(runs["clean"])
+    assert served == runs["base"].resolve()
+    assert runs["clean"].name in [p.name for p in run_folders(served)]
+    assert "is a run: serving the runs of" in capsys.readouterr().out
+    assert _runs_folder(runs["base"]) == runs["base"]  # a folder of runs stays as it is
