@@ -1,7 +1,8 @@
 """``eval.run --task GLOB --tag T --exclude-tag T --limit N``: which tasks of the dataset run.
 
-A task is chosen when its id matches any ``--task`` glob (none given: every task; the one
-rule of :mod:`bat.evaluation.task_glob`, so a plain word naming no task is ``*WORD*``), it has
+A task is chosen when its id matches any ``--task`` glob (none given: every task; the
+one rule of :mod:`~bat.evaluation.inputs.task_glob`: a plain word naming no task is
+``*WORD*``), it has
 every ``--tag`` (as belt reads several tags: all of them), and none of the
 ``--exclude-tag`` tags; ``--limit`` then keeps the first N in the dataset's order.
 Tags are a task's ``tags`` and bat-cli's ``meta.category`` (``TaskSpec.all_tags``).
@@ -19,7 +20,7 @@ from typing import Any
 
 from bat.errors import UsageError
 from bat.evaluation.inputs.dataset import Dataset, TaskSpec
-from bat.evaluation.task_glob import task_matcher
+from bat.evaluation.inputs.task_glob import task_matcher
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class Selection:
 
     def chooses(self, task: TaskSpec, known: Collection[str] = ()) -> bool:
         """Whether the task is chosen; ``known``: every task id of the dataset (a plain
-        ``--task`` word naming none of them is read as ``*WORD*``: bat.evaluation.task_glob)."""
+        ``--task`` word naming none of them is read as ``*WORD*``: see task_glob)."""
         tags = task.all_tags
         known = known or (task.id,)
         return (

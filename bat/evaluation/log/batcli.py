@@ -475,23 +475,6 @@ def _iso(stamp: str | None) -> str | None:
     return f"{y}-{mo}-{d}T{h}:{mi}:{s}Z"
 
 
-def read_any_episode(path: Path) -> EpisodeResult:
-    """An episode file of bat's (:func:`bat.evaluation.log.store.read_episode`) or of
-    bat-cli's (no ``schema``, a ``final_status``), read as bat's; else bat's InputError."""
-    from bat.evaluation.log import store
-
-    try:
-        return store.read_episode(path)
-    except InputError as exc:
-        try:
-            data = read_json_object(path)
-        except InputError:
-            raise exc from None
-        if "schema" in data or "final_status" not in data or "task_id" not in data:
-            raise
-        return as_episode(data, path)
-
-
 def read_record(run_dir: Path) -> RunRecord:
     """The run.json of a run of bat's, or :func:`run_record` of a bat-cli run folder: the
     one call by which a reader that lists runs takes both."""

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from bat.errors import InputError
 from bat.evaluation.inputs.gate_specs import LATENCY, Figure, GateSpec
+from bat.evaluation.inputs.task_glob import task_matcher
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.gates import GATES_SCHEMA, GateResult, GatesFile
@@ -32,7 +33,6 @@ from bat.evaluation.log.outcome import row_outcome
 from bat.evaluation.log.run import RunRecord
 from bat.evaluation.log.summary import EpisodeRow, Metrics, Summary
 from bat.evaluation.stats import summarize
-from bat.evaluation.task_glob import task_matcher
 from bat.figures import counted, number
 from bat.secrets import Scrubber
 
@@ -165,7 +165,7 @@ def _choose(
 def _matches(selector: str, task: str, tags: dict[str, frozenset[str]], known: list[str]) -> bool:
     if selector.startswith("tag:"):
         return selector[4:] in tags.get(task, frozenset())
-    return task_matcher(selector, known)(task)  # the one rule: bat.evaluation.task_glob
+    return task_matcher(selector, known)(task)  # the one rule: bat.evaluation.inputs.task_glob
 
 
 def _answer(spec: GateSpec, scope: _Scope | str, record: RunRecord) -> GateResult:

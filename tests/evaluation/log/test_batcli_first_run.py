@@ -239,7 +239,7 @@ def _everywhere(pattern: str, ids: list[str]) -> dict[str, list[str]]:
 def test_every_task_filter_follows_the_one_rule(ids, data):
     from fnmatch import fnmatchcase
 
-    from bat.evaluation.task_glob import matching
+    from bat.evaluation.inputs.task_glob import matching
 
     pattern = data.draw(
         st.one_of(st.sampled_from(ids), st.text("abt0-*?", min_size=1, max_size=4)),

@@ -202,7 +202,7 @@ def task_order(runs: Iterable[Run]) -> list[str]:
 
 def matches(task_id: str, task_filter: str | None, known: Collection[str] = ()) -> bool:
     """Whether ``--filter`` keeps the task, by the one rule of task filters
-    (:mod:`bat.evaluation.task_glob`); ``known``: every task id charted."""
-    from bat.evaluation.task_glob import task_matcher
+    (:mod:`bat.evaluation.inputs.task_glob`); ``known``: every task id charted."""
+    from bat.evaluation.inputs.task_glob import task_matcher
 
     return not task_filter or task_matcher(task_filter, known)(task_id)

@@ -382,7 +382,7 @@ class EpisodeView:
 def episode_page(run_dir: Path, model: str, path: Path) -> EpisodeView:
     view = EpisodeView(run_dir.name, model, path.name, None)
     try:
-        episode = batcli.read_any_episode(path)
+        episode = store.read_any_episode(path)
     except InputError as exc:
         view.problem = exc.message
         return view
@@ -480,7 +480,7 @@ class Matches:
 
     def row_kept(self, task: str) -> bool:
         """A task row the task and tag filters keep."""
-        from bat.evaluation.task_glob import task_matcher
+        from bat.evaluation.inputs.task_glob import task_matcher
 
         wanted = self.filters
         if wanted.task and not task_matcher(wanted.task, self.known_tasks)(task):
