@@ -63,6 +63,7 @@ def _stage_run(c: Context, run: str | None, *, batcli: bool = False):
     """
     from pathlib import Path
 
+    from bat.errors import InputError
     from bat.evaluation.log import batcli as batcli_files
     from bat.evaluation.log import layout
     from bat.evaluation.log.run import find_run
@@ -73,6 +74,13 @@ def _stage_run(c: Context, run: str | None, *, batcli: bool = False):
     chosen = run or (str(ctx.run_dir) if ctx.run_dir else None)
     found = None
     if chosen and layout.is_run_folder(Path(chosen)):
+        found = Path(chosen)
+    elif chosen and batcli_files.model_folders(Path(chosen)):  # a path: no eval.yaml needed
+        if not batcli:
+            raise InputError(
+                f"{chosen} is a bat-cli 2026.10 run folder: this stage works on bat's runs "
+                "(eval.plot, eval.compare, eval.export, eval.verdict and eval.view read it)"
+            )
         found = Path(chosen)
     else:
         output_dir = _config(c).output_dir
@@ -491,7 +499,8 @@ def _dataset_of(ctx: RunContext, run_dir):
     short={"folder": "f", "filter": "F"},
     help={
         "folder": "Folder whose sub-folders holding a metrics.json are runs (default: output_dir).",
-        "filter": "Only task ids containing this text in per-task charts and tables.",
+        "filter": "Only these tasks in per-task charts and tables: a glob, or a task id "
+        "(a word naming no task: every id holding it).",
     },
 )
 def plot(c: Context, folder: str | None = None, filter: str | None = None) -> None:
@@ -737,9 +746,21 @@ def view(
     from bat.evaluation.present.view.server import DEFAULT_HOST, DEFAULT_PORT, listen, serve
 
     base = Path(folder) if folder else _output_dir_or_cwd(c)
+    base = _runs_folder(base)
     chosen = _number(port, "--port", int)
     listening = listen(host or DEFAULT_HOST, DEFAULT_PORT if chosen is None else chosen, token)
     serve(base, listening, open_browser=open, announce=lambda line: print(line, flush=True))
+
+
+def _runs_folder(base):
+    """``--folder`` names the folder whose sub-folders are runs; given a run itself (bat's
+    or bat-cli's, as ``--run DIR`` takes it), the folder holding it is served."""
+    from bat.evaluation.log import batcli, layout
+
+    if layout.is_run_folder(base) or batcli.is_run_folder(base):
+        print(f"{base} is a run: serving the runs of {base.resolve().parent}")
+        return base.resolve().parent
+    return base
 
 
 def _check_run(reference: str, source: str) -> None:

@@ -1,6 +1,8 @@
 """``eval.run --task GLOB --tag T --exclude-tag T --limit N``: which tasks of the dataset run.
 
-A task is chosen when its id matches any ``--task`` glob (none given: every task), it has
+A task is chosen when its id matches any ``--task`` glob (none given: every task; the
+one rule of :mod:`~bat.evaluation.inputs.task_glob`: a plain word naming no task is
+``*WORD*``), it has
 every ``--tag`` (as belt reads several tags: all of them), and none of the
 ``--exclude-tag`` tags; ``--limit`` then keeps the first N in the dataset's order.
 Tags are a task's ``tags`` and bat-cli's ``meta.category`` (``TaskSpec.all_tags``).
@@ -12,12 +14,13 @@ charts and gates cover exactly what ran; ``--resume`` runs the same selection ag
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import Any
 
 from bat.errors import UsageError
 from bat.evaluation.inputs.dataset import Dataset, TaskSpec
+from bat.evaluation.inputs.task_glob import task_matcher
 
 
 @dataclass(frozen=True)
@@ -61,10 +64,13 @@ class Selection:
     def empty(self) -> bool:
         return not (self.tasks or self.tags or self.exclude_tags or self.limit)
 
-    def chooses(self, task: TaskSpec) -> bool:
+    def chooses(self, task: TaskSpec, known: Collection[str] = ()) -> bool:
+        """Whether the task is chosen; ``known``: every task id of the dataset (a plain
+        ``--task`` word naming none of them is read as ``*WORD*``: see task_glob)."""
         tags = task.all_tags
+        known = known or (task.id,)
         return (
-            (not self.tasks or any(fnmatchcase(task.id, glob) for glob in self.tasks))
+            (not self.tasks or any(task_matcher(glob, known)(task.id) for glob in self.tasks))
             and all(tag in tags for tag in self.tags)
             and not any(tag in tags for tag in self.exclude_tags)
         )
@@ -73,7 +79,8 @@ class Selection:
         """The dataset with only the chosen tasks; choosing none is a UsageError."""
         if self.empty:
             return dataset
-        chosen = [task for task in dataset.tasks if self.chooses(task)][: self.limit]
+        known = {task.id for task in dataset.tasks}
+        chosen = [task for task in dataset.tasks if self.chooses(task, known)][: self.limit]
         if not chosen:
             raise UsageError(
                 f"no task of {dataset.path} ({len(dataset.tasks)} tasks) is chosen by "

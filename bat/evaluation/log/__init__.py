@@ -11,7 +11,10 @@ Every stage, chart, report and comparison reads and writes a run through this pa
 * ``summary``  ``summary.json`` and ``metrics.json`` (``bat.summary/2``, ``bat.metrics/2``);
 * ``store``    reading and writing them: one reader of episodes, atomic writes, older
   versions and bat-cli 2026.10's files read as today's;
-* ``batcli``   bat-cli 2026.10's run folders, read and re-judged in their own format.
+* ``batcli``   bat-cli 2026.10's run folders, read and re-judged in their own format,
+  and described as a run (``read_record``) for the viewer;
+* ``batcli_errors``  what a bat-cli ``final_status: "error"`` episode was: the agent's
+  failure or an infrastructure failure (``error_of``).
 """
 
 # The modules a plugin or script reads a run with (docs/reuse.md; tests/test_reuse.py);

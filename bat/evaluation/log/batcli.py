@@ -23,14 +23,16 @@ A model folder is bat-cli's when its summary.json has an ``attempts`` list and n
 ``schema`` key (bat's has both since bat.summary/2). The metrics rows have no attempt
 number. A task's rows are its attempts in order (bat-cli writes them that way, and the
 ``aux.attempt_index`` of its episode files agrees), so they are numbered from 1, as ours
-are. What bat-cli does not record gets a
-neutral value: no infrastructure failures (``infra_error`` None), no time to the first
-event, 0 model and tool calls. The label is the episodes' ``model_name``, else the
+are. What bat-cli does not record gets a neutral value: no time to the first event, 0
+model and tool calls. The label is the episodes' ``model_name``, else the
 ``model_name`` of summary.json, and the run id is the run folder's name.
 
-Outcomes are read as bat reads its own: a ``failed``, ``rejected`` or ``canceled``
-status is the agent's error (status ``error``, its kind read from the episode's final
-output as :mod:`bat.evaluation.log.outcome` reads a status message), and a pass is
+Outcomes are read as bat reads its own. bat-cli's ``final_status: "error"`` stands for
+both the agent's failed task and bat-cli's own connection errors: :func:`error_of`
+(:mod:`bat.evaluation.log.batcli_errors`) tells them apart from the episode's text and
+events, into the agent's error (status ``error``, its kind read from the agent's words as
+:mod:`bat.evaluation.log.outcome` reads a status message) or an infrastructure failure
+(kept out of pass@k, counted against the run's trust budget). A pass is
 *vacuous* when the episode's answer is empty or its verdict checked nothing but the
 status (the reason lists every check, in bat's format). So a bat-cli run and a bat run
 of the same agent count agent errors and vacuous passes alike.
@@ -42,11 +44,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from math import inf
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bat.atomic import json_text, write_text_atomic
 from bat.errors import InputError
 from bat.evaluation.log import layout
+from bat.evaluation.log.batcli_errors import Reading, error_of
 from bat.evaluation.log.episode import (
     EpisodeResult,
     EpisodeTrace,
@@ -57,6 +60,7 @@ from bat.evaluation.log.episode import (
 from bat.evaluation.log.files import read_json_object, read_regular, strict_loads
 from bat.evaluation.log.outcome import from_final_status, outcome_from
 from bat.evaluation.log.summary import (
+    DEFAULT_RUN_NAME,
     EpisodeRow,
     Metrics,
     RowTime,
@@ -65,6 +69,9 @@ from bat.evaluation.log.summary import (
     Summary,
 )
 from bat.evaluation.stats import summarize
+
+if TYPE_CHECKING:
+    from bat.evaluation.log.run import RunRecord
 
 METRICS_FILE, SUMMARY_FILE = layout.METRICS_FILE, layout.SUMMARY_FILE
 
@@ -99,7 +106,7 @@ def load(folder: Path) -> BatcliRun:
     path = folder / METRICS_FILE
     raw = read_json_object(path)
     facts = _episode_facts(folder)
-    rows = _rows(raw, path, facts.outputs)
+    rows = _rows(raw, path, facts)
     totals = raw.get("summary") if isinstance(raw.get("summary"), dict) else {}
     k = _count(given.get("k")) or _count(totals.get("k_attempts")) or _most_attempts(rows)
     model = facts.model_name or _given_name(given) or folder.name
@@ -120,7 +127,7 @@ def load(folder: Path) -> BatcliRun:
     return BatcliRun(model=model, run_id=run_id, summary=summary, metrics=metrics)
 
 
-def _rows(raw: dict[str, Any], path: Path, outputs: dict[tuple[str, int], str]) -> list[EpisodeRow]:
+def _rows(raw: dict[str, Any], path: Path, facts: _EpisodeFacts) -> list[EpisodeRow]:
     episodes = raw.get("per_episode")
     if not isinstance(episodes, list):
         raise InputError(f"{path} is malformed: 'per_episode' is not a list")
@@ -142,18 +149,21 @@ def _rows(raw: dict[str, Any], path: Path, outputs: dict[tuple[str, int], str]) 
         verdict = row.get("verdict") if isinstance(row.get("verdict"), dict) else {}
         reason = verdict.get("reason") if isinstance(verdict.get("reason"), str) else ""
         expected = row.get("expected_outcome")
-        output = outputs.get((task_id, attempts[task_id]))
-        status, agent_error = from_final_status(row.get("status"), output or "")
+        output = facts.outputs.get((task_id, attempts[task_id]))
+        reading = facts.readings.get((task_id, attempts[task_id])) or Reading(
+            *from_final_status(row.get("status"), output or "")
+        )
         outcome = outcome_from(
-            passed,
+            passed and reading.infra is None,
             vacuous=_status_only(reason) or output == "",
-            agent_error=agent_error.kind if agent_error else None,
+            infra=reading.infra.kind if reading.infra else None,
+            agent_error=reading.agent_error.kind if reading.agent_error else None,
         )
         rows.append(
             EpisodeRow(
                 task_id=task_id,
                 expected_outcome=expected if isinstance(expected, str) else None,
-                status=status,
+                status=reading.status,
                 **outcome.row_fields(),
                 time=RowTime(wall_ms=wall_ms),
                 tokens=RowTokens(
@@ -216,14 +226,16 @@ def _most_attempts(rows: list[EpisodeRow]) -> int:
 @dataclass
 class _EpisodeFacts:
     """What the metrics rows lack, from the episode files: the final output of each
-    (task, attempt) and the model's ``model_name`` (provider:model)."""
+    (task, attempt), what its end was (:func:`error_of`), and the model's ``model_name``
+    (provider:model)."""
 
     outputs: dict[tuple[str, int], str]
+    readings: dict[tuple[str, int], Reading]
     model_name: str | None = None
 
 
 def _episode_facts(folder: Path) -> _EpisodeFacts:
-    facts = _EpisodeFacts(outputs={})
+    facts = _EpisodeFacts(outputs={}, readings={})
     for path in layout.episode_files(folder):
         try:
             data = strict_loads(read_regular(path).decode("utf-8"))
@@ -240,6 +252,7 @@ def _episode_facts(folder: Path) -> _EpisodeFacts:
         if isinstance(index, int) and not isinstance(index, bool) and "task_id" in data:
             key = (str(data["task_id"]), index + 1)
             facts.outputs[key] = output if isinstance(output, str) else ""
+            facts.readings[key] = error_of(data)
     return facts
 
 
@@ -295,21 +308,21 @@ def as_episode(data: dict[str, Any], path: Path) -> EpisodeResult:
     wall = wall_ms / 1000 if isinstance(wall_ms, int | float) and wall_ms >= 0 else 0.0
     aux = data.get("aux") if isinstance(data.get("aux"), dict) else {}
     index = aux.get("attempt_index")
-    status = data.get("final_status")
     given = data.get("verdict")
     verdict = None
     if isinstance(given, dict) and isinstance(given.get("passed"), bool):
         reason = given.get("reason")
         verdict = Verdict(passed=given["passed"], reason=reason if isinstance(reason, str) else "")
     output = str(data.get("final_output") or "")
-    status, agent_error = from_final_status(status, output)
+    reading = error_of(data)
     try:
         return EpisodeResult(
             task_id=str(data["task_id"]),
             attempt=index + 1 if isinstance(index, int) and not isinstance(index, bool) else 1,
             model=str(data.get("model_name") or ""),
-            status=status,
-            agent_error=agent_error,
+            status=reading.status,
+            agent_error=reading.agent_error,
+            infra_error=reading.infra,
             final_output=output,
             trace=EpisodeTrace(context_id="", tool_calls=calls, usage=usage, wall_time_s=wall),
             verdict=verdict,
@@ -404,3 +417,70 @@ def _recounted(
             )
     summary["passed"] = passed
     return metrics, summary
+
+
+# --- a bat-cli run folder as bat's viewer sees a run ----------------------------------------
+
+
+def is_run_folder(path: Path) -> bool:
+    """Whether ``path`` is a bat-cli 2026.10 run folder: no run.json of bat's, and at least
+    one sub-folder of bat-cli's model files."""
+    path = Path(path)
+    if path.is_symlink() or not path.is_dir() or layout.is_run_folder(path):
+        return False
+    try:
+        return any(is_model_folder(child) for child in path.iterdir() if child.is_dir())
+    except OSError:
+        return False
+
+
+def run_record(run_dir: Path) -> RunRecord:
+    """A bat-cli run folder as bat's ``run.json`` would describe it, for readers that list
+    runs (the viewer): each model folder with its label (the episodes' ``model_name``),
+    its tasks in their order, ``k``, the run name (bat-cli's default ``benchmark``) and its
+    time. Nothing is written. A folder that is not bat-cli's is an InputError."""
+    from bat.evaluation.log.run import ModelEntry, RunRecord
+
+    run_dir = Path(run_dir)
+    folders = model_folders(run_dir) if not layout.is_run_folder(run_dir) else []
+    if not folders:
+        raise InputError(f"{run_dir} is not a bat-cli 2026.10 run folder")
+    models, tasks, k, name, stamp = [], {}, 1, None, None
+    for folder in folders:
+        found = load(folder)
+        models.append(ModelEntry(label=found.model, dir=folder.name, status="completed"))
+        tasks.update(dict.fromkeys(row.task_id for row in found.metrics.per_episode))
+        k = max(k, found.summary.k)
+        name = name or found.summary.run_name
+        stamp = stamp or found.summary.timestamp_utc
+    return RunRecord(
+        run_id=run_dir.name,
+        run_name=name or DEFAULT_RUN_NAME,
+        status="completed",
+        started_at=_iso(stamp) or "",
+        tasks=list(tasks),
+        k=k,
+        models=models,
+    )
+
+
+def _iso(stamp: str | None) -> str | None:
+    """bat-cli's ``20261201_033109`` as ISO 8601 (UTC), else the text as it is."""
+    import re
+
+    match = re.fullmatch(r"(\d{4})(\d\d)(\d\d)_(\d\d)(\d\d)(\d\d)", stamp or "")
+    if not match:
+        return stamp
+    y, mo, d, h, mi, s = match.groups()
+    return f"{y}-{mo}-{d}T{h}:{mi}:{s}Z"
+
+
+def read_record(run_dir: Path) -> RunRecord:
+    """The run.json of a run of bat's, or :func:`run_record` of a bat-cli run folder: the
+    one call by which a reader that lists runs takes both."""
+    from bat.evaluation.log import run as rundir
+
+    run_dir = Path(run_dir)
+    if not layout.run_file(run_dir).exists() and is_run_folder(run_dir):
+        return run_record(run_dir)
+    return rundir.read_run(run_dir)

@@ -102,6 +102,23 @@ def read_episode(path: Path) -> EpisodeResult:
     return episode
 
 
+def read_any_episode(path: Path) -> EpisodeResult:
+    """An episode file of bat's (:func:`bat.evaluation.log.store.read_episode`) or of
+    bat-cli's (no ``schema``, a ``final_status``), read as bat's; else bat's InputError."""
+    from bat.evaluation.log import batcli
+
+    try:
+        return read_episode(path)
+    except InputError as exc:
+        try:
+            data = read_json_object(path)
+        except InputError:
+            raise exc from None
+        if "schema" in data or "final_status" not in data or "task_id" not in data:
+            raise
+        return batcli.as_episode(data, path)
+
+
 def _impossible_episode(episode: EpisodeResult) -> str | None:
     """A number no run records (a negative or astronomic count, a score over 1): see
     :mod:`bat.evaluation.log.bounds`."""

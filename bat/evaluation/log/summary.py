@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bat.evaluation.log.bounds import Milliseconds, Percentage, Rate, Seconds
 
@@ -88,12 +88,16 @@ class Totals(_Model):
     judge: dict[str, JudgeStats] | None
 
 
+# The run name bat-cli 2026.10 writes when eval.yaml sets none (its EvalConfig default).
+DEFAULT_RUN_NAME = "benchmark"
+
+
 class Summary(_Model):
     """``summary.json``."""
 
     schema_: str = Field(default=SUMMARY_SCHEMA, alias="schema")
     # bat-cli 2026.10's keys
-    run_name: str | None = None
+    run_name: str = DEFAULT_RUN_NAME  # never null: bat-cli's reader requires a name
     timestamp_utc: str | None = None  # when the run started, bat-cli's "YYYYmmdd_HHMMSS"
     k: int
     model_name: str  # the model as the provider calls it (bat-cli: without the provider)
@@ -104,6 +108,12 @@ class Summary(_Model):
     model: str  # the label: the model folder's name in a bat run
     run_id: str | None = None
     totals: Totals
+
+    @field_validator("run_name", mode="before")
+    @classmethod
+    def _named(cls, value: Any) -> Any:
+        """An older file's ``null`` (or empty) run name reads as bat-cli's default."""
+        return value or DEFAULT_RUN_NAME
 
     def task(self, task_id: str) -> TaskSummary | None:
         return next((t for t in self.attempts if t.task_id == task_id), None)

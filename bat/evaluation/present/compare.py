@@ -193,7 +193,12 @@ def _side(folder: Path, summary: Summary) -> dict[str, Any]:
 
 
 def _rate(task: TaskSummary | None) -> float | None:
-    return None if task is None else task.pass_rate
+    """A task's pass rate over the attempts that observed the agent: an infrastructure
+    failure says nothing of it (kept out, as of pass@k), so a connection lost in one run
+    is no "improved" task in the next. None when no attempt observed it."""
+    if task is None or not task.infra_failures:
+        return None if task is None else task.pass_rate
+    return round(task.passed / task.judged, 4) if task.judged else None
 
 
 def _side_rate(side: dict[str, Any]) -> str:

@@ -21,11 +21,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 from bat.errors import BatError, InputError
 from bat.evaluation.inputs.gate_specs import LATENCY, Figure, GateSpec
+from bat.evaluation.inputs.task_glob import task_matcher
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.gates import GATES_SCHEMA, GateResult, GatesFile
@@ -157,13 +157,15 @@ def _choose(
     """The task ids that any selector (an id, a glob, ``tag:NAME``) matches."""
     if not selectors:
         return set(tasks)
-    return {task for task in tasks if any(_matches(s.strip(), task, tags) for s in selectors)}
+    return {
+        task for task in tasks if any(_matches(s.strip(), task, tags, tasks) for s in selectors)
+    }
 
 
-def _matches(selector: str, task: str, tags: dict[str, frozenset[str]]) -> bool:
+def _matches(selector: str, task: str, tags: dict[str, frozenset[str]], known: list[str]) -> bool:
     if selector.startswith("tag:"):
         return selector[4:] in tags.get(task, frozenset())
-    return fnmatchcase(task, selector)
+    return task_matcher(selector, known)(task)  # the one rule: bat.evaluation.inputs.task_glob
 
 
 def _answer(spec: GateSpec, scope: _Scope | str, record: RunRecord) -> GateResult:

@@ -213,7 +213,9 @@ def absorb(
             t=round(t, 6),
             turn=index,
             kind=_KIND[kind],
-            status=state,
+            # an artifact changes no state: its event carries the task's status so far
+            # (bat-cli's episode model requires a status word on every event)
+            status=state if state is not None else turn.status,
             preview=preview[:PREVIEW],
             input=opened_by,
         )

@@ -116,7 +116,7 @@ def render_report(
     if told is not None:
         told.extend(unreadable)
     all_tasks = task_order(runs)
-    tasks = [task_id for task_id in all_tasks if matches(task_id, task_filter)]
+    tasks = [task_id for task_id in all_tasks if matches(task_id, task_filter, all_tasks)]
     total = sum(run.episodes for run in runs)
     passed = sum(run.passed for run in runs)
     page = {

@@ -9,7 +9,7 @@ statistic is computed here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -200,6 +200,9 @@ def task_order(runs: Iterable[Run]) -> list[str]:
     return list(order)
 
 
-def matches(task_id: str, task_filter: str | None) -> bool:
-    """Whether ``--filter`` keeps the task: a plain, case-sensitive substring test."""
-    return not task_filter or task_filter in task_id
+def matches(task_id: str, task_filter: str | None, known: Collection[str] = ()) -> bool:
+    """Whether ``--filter`` keeps the task, by the one rule of task filters
+    (:mod:`bat.evaluation.inputs.task_glob`); ``known``: every task id charted."""
+    from bat.evaluation.inputs.task_glob import task_matcher
+
+    return not task_filter or task_matcher(task_filter, known)(task_id)

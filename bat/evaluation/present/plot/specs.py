@@ -232,11 +232,11 @@ def _pass_rate_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
 
 def _heatmap_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
     every = task_order(runs)
-    tasks = [task_id for task_id in every if matches(task_id, task_filter)]
+    tasks = [task_id for task_id in every if matches(task_id, task_filter, every)]
     if not every:
         return "no run has an episode"
     if not tasks:
-        return f"no task id contains {task_filter!r}"
+        return f"no task matches {task_filter!r}"
     shown = len(tasks)
     if len(tasks) > HEATMAP_TASKS:
         tasks = worst_tasks(runs, tasks, HEATMAP_TASKS)

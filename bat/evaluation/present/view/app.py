@@ -46,7 +46,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from bat.errors import InputError
-from bat.evaluation.log import run as rundir
+from bat.evaluation.log import batcli
 from bat.evaluation.present.view import pages
 from bat.evaluation.present.view.watch import OUTCOMES, OUTCOMES_MANY, RunWatch
 from bat.figures import counted, number, percent, points, seconds
@@ -140,7 +140,7 @@ def make_app(
     def episode_of(request: Request) -> tuple[Path, str, Path]:
         run_dir = run_of(request)
         try:
-            record = rundir.read_run(run_dir)
+            record = batcli.read_record(run_dir)
         except InputError:
             raise HTTPException(404, "no such run") from None
         model = pages.find_model(run_dir, record, request.path_params["model"])

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from bat.errors import InputError
+from bat.evaluation.log import batcli, layout, store
 from bat.evaluation.log import card as cards
-from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import EpisodeResult
 from bat.evaluation.log.gates import GatesFile
@@ -55,7 +55,9 @@ def _inside(folder: Path, name: str, *, pattern: re.Pattern = _NAME) -> Path | N
 def find_run(folder: Path, run_id: str) -> Path | None:
     """The run ``run_id`` right under ``folder``, or None."""
     path = _inside(folder, run_id)
-    return path if path is not None and layout.is_run_folder(path) else None
+    if path is None:
+        return None
+    return path if layout.is_run_folder(path) or batcli.is_run_folder(path) else None
 
 
 def find_model(run_dir: Path, record: rundir.RunRecord, label: str) -> tuple[int, Path] | None:
@@ -155,6 +157,11 @@ class ModelView:
     figures: dict[str, str] | None  # from metrics.json, when the model is summarized
     problem: str | None = None  # why its results could not be read
     rows: list[dict[str, Any]] = field(default_factory=list)  # the task × attempt grid
+    name: str = ""  # the model's label (run.json's), shown; ``label`` is its folder (URLs)
+
+    @property
+    def shown(self) -> str:
+        return self.name or self.label
 
 
 def _figures(model_dir: Path) -> tuple[dict[str, str] | None, str | None]:
@@ -247,7 +254,7 @@ def run_view(
     episodes they match)."""
     view = RunView(run_id=run_dir.name)
     try:
-        record = rundir.read_run(run_dir)
+        record = batcli.read_record(run_dir)
     except InputError as exc:
         view.problem = exc.message
         return view
@@ -287,6 +294,7 @@ def run_view(
                 f"figures {model.dir}", paths, functools.partial(_figures, model_dir)
             )
         shown = ModelView(index, model.dir, model.status, model.reason, counts, figures, problem)
+        shown.name = model.label
         if grid:
             shown.rows = _grid(record, index, model.dir, latest)
         view.models.append(shown)
@@ -374,7 +382,7 @@ class EpisodeView:
 def episode_page(run_dir: Path, model: str, path: Path) -> EpisodeView:
     view = EpisodeView(run_dir.name, model, path.name, None)
     try:
-        episode = store.read_episode(path)
+        episode = store.read_any_episode(path)
     except InputError as exc:
         view.problem = exc.message
         return view
@@ -461,17 +469,21 @@ class Matches:
     page: int = 1
     pages: int = 1
     shown: list[dict[str, Any]] = field(default_factory=list)
-    models: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)  # their folders (the filter's values)
+    model_labels: dict[str, str] = field(default_factory=dict)  # folder -> label, shown
     tags: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     task_tags: dict[str, frozenset[str]] = field(default_factory=dict)
+    known_tasks: frozenset[str] = (
+        frozenset()
+    )  # the run's task ids (a plain word naming none: *WORD*)
 
     def row_kept(self, task: str) -> bool:
         """A task row the task and tag filters keep."""
-        import fnmatch
+        from bat.evaluation.inputs.task_glob import task_matcher
 
         wanted = self.filters
-        if wanted.task and not (task == wanted.task or fnmatch.fnmatchcase(task, wanted.task)):
+        if wanted.task and not task_matcher(wanted.task, self.known_tasks)(task):
             return False
         return not wanted.tag or wanted.tag in self.task_tags.get(task, frozenset())
 
@@ -507,6 +519,8 @@ def _matching(
     reads the answers from the episode files (only of the episodes the other filters
     keep): the viewer keeps no answer in memory."""
     found = Matches(filters, models=[m.dir for m in record.models])
+    found.model_labels = {m.dir: m.label for m in record.models}
+    found.known_tasks = frozenset(record.tasks) | {entry.task for entry in latest}
     found.task_tags = task_tags
     found.tags = sorted({tag for tags in found.task_tags.values() for tag in tags})
     found.errors = sorted({str(e.error) for e in latest if e.error})
@@ -592,8 +606,9 @@ class Side:
     """One side of a comparison: a summarized model of a run."""
 
     run_id: str
-    model: str
+    model: str  # the model's folder (in the key)
     folder: Path
+    label: str = ""  # the model's label, shown
 
     @property
     def key(self) -> str:
@@ -605,13 +620,13 @@ def comparable_sides(folder: Path) -> list[Side]:
     sides = []
     for run_dir in run_folders(folder):
         try:
-            record = rundir.read_run(run_dir)
+            record = batcli.read_record(run_dir)
         except InputError:
             continue
         for model in record.models:
             found = find_model(run_dir, record, model.dir)
             if found is not None and layout.has_summary(found[1]):
-                sides.append(Side(run_dir.name, model.dir, found[1]))
+                sides.append(Side(run_dir.name, model.dir, found[1], model.label))
     return sides
 
 
@@ -622,7 +637,7 @@ def find_side(folder: Path, key: str) -> Side | None:
     if run_dir is None:
         return None
     try:
-        record = rundir.read_run(run_dir)
+        record = batcli.read_record(run_dir)
     except InputError:
         return None
     if not model:
@@ -632,7 +647,7 @@ def find_side(folder: Path, key: str) -> Side | None:
     found = find_model(run_dir, record, model)
     if found is None or not layout.has_summary(found[1]):
         return None
-    return Side(run_dir.name, model, found[1])
+    return Side(run_dir.name, model, found[1], record.models[found[0]].label)
 
 
 _FLIP_ORDER = {"regressed": 0, "improved": 1}

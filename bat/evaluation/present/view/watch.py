@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bat.errors import InputError
-from bat.evaluation.log import layout, store
+from bat.evaluation.log import batcli, layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import EpisodeResult
 from bat.evaluation.log.outcome import EpisodeOutcome, episode_outcome
@@ -126,7 +126,7 @@ class Found:
         """Everything the agent answered in this episode, read from its file now ("" when
         it cannot be read): answers are never kept in memory, a run can have millions."""
         try:
-            return answer_of(store.read_episode(self.path))
+            return answer_of(store.read_any_episode(self.path))
         except (InputError, OSError):
             return ""
 
@@ -197,7 +197,7 @@ class RunWatch:
             if time.monotonic() - self._scanned_at < self.interval:
                 return self.status
             try:
-                record = rundir.read_run(self.run_dir)
+                record = batcli.read_record(self.run_dir)
             except InputError:
                 self._scanned_at = time.monotonic()
                 return self.status
@@ -250,7 +250,7 @@ class RunWatch:
             why = self._whys[code]
         else:  # a reason of its own: read again (never more than a page of cells)
             try:
-                why = outcome_of(store.read_episode(Found(self, slot).path))[1]
+                why = outcome_of(store.read_any_episode(Found(self, slot).path))[1]
             except (InputError, OSError):
                 why = OUTCOMES["unreadable"]
         return f"{self._task[slot]} · attempt {self._attempt[slot]}: {why}"
@@ -352,7 +352,7 @@ def describe_compact(path: Path) -> Seen:
     """Read one episode file for the watch (an unreadable one is said to be so)."""
     match = layout.EPISODE_NAME.match(path.name)
     try:
-        episode = store.read_episode(path)
+        episode = store.read_any_episode(path)
     except InputError:
         try:
             attempt = whole_number(match["attempt"]) if match else 0

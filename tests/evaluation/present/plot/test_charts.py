@@ -182,7 +182,7 @@ def test_filter_is_a_case_sensitive_substring(runs_dir):
 
     upper = plot(runs_dir, "-F", "WEATHER")
     assert upper.code == 0, upper.err
-    assert "task_heatmap skipped: no task id contains 'WEATHER'" in upper.out
+    assert "task_heatmap skipped: no task matches 'WEATHER'" in upper.out
     assert not (runs_dir / "task_heatmap.svg").exists()  # no stale, unfiltered heatmap
     assert (runs_dir / "pass_rate.svg").is_file()
 
