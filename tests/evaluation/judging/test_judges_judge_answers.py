@@ -22,13 +22,13 @@ TASKS = [
     {"id": "strict", "turns": ["greetings friend"], "expected": {"output_must_contain": ["x"]}},
     # agent errors that fail their episode: never judged
     {"id": "raises", "turns": ["RAISE model down"], "expected": {}},
-    {"id": "fails", "turns": ["FAIL: quota gone"], "expected": {}},
+    {"id": "fails", "turns": ["FAIL: disk gone"], "expected": {}},
     # an agent error the task expects: the refusal is the agent's answer, and is judged
     {"id": "refuses", "turns": ["REJECT this"], "expected": {"status": "error"}},
 ]
 RULES = [
     {"scope": "prompt", "match": "RAISE", "reply": judge_reply(1.0)},
-    {"scope": "prompt", "match": "quota gone", "reply": judge_reply(1.0)},
+    {"scope": "prompt", "match": "disk gone", "reply": judge_reply(1.0)},
     {"scope": "prompt", "match": "greetings", "reply": judge_reply(0.9)},
     {"reply": judge_reply(0.5)},
 ]
