@@ -199,13 +199,19 @@ def write_card_file(run_dir: Path, card: Card, *, scrubber: Scrubber) -> Path:
     return path
 
 
+def _card_to_note(run_dir: Path) -> Card | None:
+    """The run's card to add a note to; None without one, or with one edited into
+    nonsense (not worth failing the run for)."""
+    try:
+        return read_card(run_dir)
+    except InputError:
+        return None
+
+
 def note_agent_runtime(run_dir: Path, runtime: CardRuntime, *, scrubber: Scrubber) -> None:
     """Record what the agent ran with, once (the first model's agent); a run without a
     card.json is left alone."""
-    try:
-        card = read_card(run_dir)
-    except InputError:
-        return  # a card.json edited into nonsense is not worth failing the run for
+    card = _card_to_note(run_dir)
     if card is None or card.agent.runtime is not None:
         return
     card.agent.runtime = runtime
@@ -217,10 +223,7 @@ def note_agent_card(run_dir: Path, document: dict[str, Any] | None, *, scrubber:
     version it gives; a run without a card.json is left alone."""
     if not isinstance(document, dict):
         return
-    try:
-        card = read_card(run_dir)
-    except InputError:
-        return  # a card.json edited into nonsense is not worth failing the run for
+    card = _card_to_note(run_dir)
     if card is None or card.agent.card is not None:
         return
     card.agent.card = document
