@@ -215,3 +215,28 @@ def test_the_tools_scaffold_calls_its_tool_and_asks_back(tmp_path, bat, home):
             ("input-required", "For how many people?"),
             ("completed", "Booked a table for 4 people, please."),
         ]
+
+
+def test_a_scaffold_without_its_model_key_is_named_classed_and_stopped(tmp_path, bat, home):
+    """The issue's first run: a scaffold on openai:gpt-4.1-mini with OPENAI_API_KEY empty
+    (as init.agent writes .env). bat warns before the first episode naming the variable;
+    the real bat-adk agent fails each request without reaching any network (the OpenAI
+    client refuses to start without a key); the episodes are authentication_failed,
+    counted against the trust budget (exit 3), and the model stops after its first ones."""
+    agent, python = scaffold_and_sync(tmp_path, bat, "keyless")
+    assert bat("eval.init", cwd=agent).code == 0
+    config = yaml.safe_load((agent / "eval/eval.yaml").read_text())
+    config["models"] = [{"provider": "openai", "model": "gpt-4.1-mini"}]
+    config["evaluation"].update(k=2, concurrency=1)
+    (agent / "eval/eval.yaml").write_text(yaml.safe_dump(config))
+    env = {"UV_PYTHON": python, "UV_PYTHON_DOWNLOADS": "never", "OPENAI_API_KEY": ""}
+    result = bat("eval.run", cwd=agent, timeout=600, env=env)
+    assert result.code == 3, result.out + result.err
+    assert "OPENAI_API_KEY" in result.err
+    (run_dir,) = run_dirs(agent)
+    found = episodes(run_dir, "openai_gpt-4.1-mini")
+    failed = [(e.get("agent_error") or {}).get("kind") for e in found.values()]
+    not_run = [(e.get("infra_error") or {}).get("kind") for e in found.values()]
+    assert failed.count("authentication_failed") >= 1, failed
+    assert not_run.count("not_run") >= 1, not_run  # stopped early: the rest never ran
+    assert failed.count("authentication_failed") + not_run.count("not_run") == len(found)
