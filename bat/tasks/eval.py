@@ -83,7 +83,17 @@ def _stage_run(c: Context, run: str | None, *, batcli: bool = False):
             )
         found = Path(chosen)
     else:
-        output_dir = _config(c).output_dir
+        try:
+            output_dir = _config(c).output_dir
+        except InputError:
+            # A run named by a path that holds none, where no eval.yaml could name one by
+            # its id: the path is what is wrong, not the missing eval.yaml.
+            no_config = ctx.config_file is not None and not ctx.config_file.exists()
+            if chosen and no_config and ("/" in chosen or Path(chosen).exists()):
+                raise InputError(
+                    f"{chosen}: not a run folder (no run.json, nor bat-cli's model folders)"
+                ) from None
+            raise
         if chosen and batcli:
             found = next(
                 (p for p in (Path(chosen), output_dir / chosen) if batcli_files.model_folders(p)),

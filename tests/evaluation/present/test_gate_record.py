@@ -189,3 +189,13 @@ def test_verdict_without_eval_yaml_uses_the_dataset_the_run_recorded(project, tm
     elsewhere.mkdir()
     result = bat("eval.verdict", "--run", str(run_dir), cwd=elsewhere)
     assert result.code == 0 and "1 verdict changed" in result.out, result.out + result.err
+
+
+@pytest.mark.parametrize("stage", ["eval.gate", "eval.verdict", "eval.summarize"])
+def test_a_run_path_that_holds_no_run_says_so_not_that_eval_yaml_is_missing(tmp_path, stage):
+    (tmp_path / "not-a-run").mkdir()
+    for given in (str(tmp_path / "not-a-run"), str(tmp_path / "missing")):
+        result = bat(stage, "--run", given, cwd=tmp_path)
+        assert result.code == 2 and result.err == (
+            f"bat: error: {given}: not a run folder (no run.json, nor bat-cli's model folders)\n"
+        )

@@ -2,6 +2,8 @@
 
 import io
 
+import pytest
+
 from bat.evaluation.run.progress import Progress
 from bat.evaluation.run.runner import Outcome
 
@@ -9,6 +11,15 @@ from bat.evaluation.run.runner import Outcome
 class Terminal(io.StringIO):
     def isatty(self):
         return True
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The progress line's clock, set by the test: ``clock[0]`` is now, in seconds."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    now = [100.0]
+    monkeypatch.setattr("bat.evaluation.run.progress.time.monotonic", lambda: now[0])
+    return now
 
 
 def test_plain_lines_when_not_a_terminal(monkeypatch):
@@ -48,11 +59,8 @@ def test_ci_or_no_color_means_plain(monkeypatch):
     assert "\r" not in out.getvalue()
 
 
-def test_the_eta_runs_at_the_pace_of_warm_episodes(monkeypatch):
+def test_the_eta_runs_at_the_pace_of_warm_episodes(clock):
     """A cold start of 8 s, then an episode a second: 8 left read 00:08, not 00:36."""
-    monkeypatch.setenv("NO_COLOR", "1")
-    clock = [100.0]
-    monkeypatch.setattr("bat.evaluation.run.progress.time.monotonic", lambda: clock[0])
     progress = Progress("m", 10, stream=io.StringIO(), plain_every_s=3600)
     clock[0] = 108.0
     progress.update(Outcome(True, infra=False, cold=True))
@@ -62,10 +70,7 @@ def test_the_eta_runs_at_the_pace_of_warm_episodes(monkeypatch):
     assert progress.line().endswith("00:09 elapsed, ETA 00:08")
 
 
-def test_without_cold_episodes_the_eta_is_the_pace_since_the_start(monkeypatch):
-    monkeypatch.setenv("NO_COLOR", "1")
-    clock = [100.0]
-    monkeypatch.setattr("bat.evaluation.run.progress.time.monotonic", lambda: clock[0])
+def test_without_cold_episodes_the_eta_is_the_pace_since_the_start(clock):
     progress = Progress("m", 4, stream=io.StringIO(), plain_every_s=3600)
     clock[0] = 110.0
     progress.update(Outcome(True, infra=False))
