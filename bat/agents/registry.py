@@ -1,0 +1,71 @@
+"""Which agent adapters exist: bat's own, and plugins' (entry-point group ``bat.agents``).
+
+An adapter is named by the ``adapter`` key of ``evaluation.agent`` (eval.yaml) or the
+``agent`` key of a belt group's ``_config.json``. bat's own are listed here by module
+path and imported only when used, so ``bat --help`` and ``bat agents`` stay light. A
+plugin names a :class:`~bat.agents.kinds.CliAgent` subclass in its pyproject::
+
+    [project.entry-points."bat.agents"]
+    my-cli = "my_package.agent:MyCli"
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from bat.errors import InputError
+
+GROUP = "bat.agents"
+A2A = "a2a"
+
+# name -> "module:Class"; "a2a" is no CliAgent: it is the A2A client bat always had.
+BUILTIN: dict[str, str] = {
+    "command": "bat.agents.command:CommandAgent",
+    "claude-code": "bat.agents.presets.claude_code:ClaudeCode",
+    "codex": "bat.agents.presets.codex:Codex",
+    "qwen-code": "bat.agents.presets.qwen_code:QwenCode",
+    "gemini": "bat.agents.presets.gemini:Gemini",
+    "opencode": "bat.agents.presets.opencode:Opencode",
+    "aider": "bat.agents.presets.aider:Aider",
+}
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    target: str  # "module:Class"
+    source: str  # "bat" or the distribution that registers it
+
+
+def entries() -> dict[str, Entry]:
+    """Every adapter by name: bat's own first; a plugin cannot replace one of them."""
+    found = {name: Entry(name, target, "bat") for name, target in BUILTIN.items()}
+    found[A2A] = Entry(A2A, "bat.evaluation.run.adapter:A2ASession", "bat")
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=GROUP):
+        if point.name not in found:
+            dist = point.dist.name if point.dist is not None else "a plugin"
+            found[point.name] = Entry(point.name, point.value, dist)
+    return dict(sorted(found.items(), key=lambda item: (item[0] != A2A, item[0])))
+
+
+def load(name: str):
+    """The CliAgent instance for ``name``; an InputError naming the known ones."""
+    known = entries()
+    entry = known.get(name)
+    if entry is None:
+        raise InputError(f"no agent adapter {name!r}; known: {', '.join(known)} (bat agents)")
+    if name == A2A:
+        raise InputError("the a2a adapter is bat's A2A client, not a command-line agent")
+    module_name, _, attribute = entry.target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), attribute)
+    except Exception as exc:  # a broken plugin: one line, never a traceback
+        raise InputError(f"agent adapter {name!r} ({entry.target}) cannot be loaded: {exc}") from None
+    from bat.agents.kinds import CliAgent
+
+    if not (isinstance(cls, type) and issubclass(cls, CliAgent)):
+        raise InputError(f"agent adapter {name!r} ({entry.target}) is not a bat CliAgent")
+    return cls()
