@@ -111,7 +111,80 @@ class AgentCallExpectation(_Strict):
         return value
 
 
-class TaskExpected(_Strict):
+def _workspace_path(value: str) -> str:
+    """A path a workspace check names: relative, inside the workspace, ``/``-separated.
+    An absolute path or ``..`` could make a check read a file outside the episode's
+    working copy (and copy it into the episode file)."""
+    if not value or len(value) > 1000 or "\x00" in value:
+        raise ValueError("a workspace path is 1 to 1,000 characters, with no NUL")
+    if value.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", value):
+        raise ValueError(f"{value[:80]!r}: a workspace path is relative to the workspace")
+    if ".." in value.replace("\\", "/").split("/"):
+        raise ValueError(f"{value[:80]!r}: a workspace path may not contain '..'")
+    return value.replace("\\", "/").removeprefix("./")
+
+
+WorkspacePath = Annotated[str, AfterValidator(_workspace_path)]
+
+
+def _listed(value: Any) -> Any:
+    """One string where a list is meant (``diff_contains: "x"``) is a list of one."""
+    return [value] if isinstance(value, str | dict) else value
+
+
+class CommandCheck(_Strict):
+    """``command_succeeds``: a shell command run in the workspace after the episode (the
+    project's tests, say), passing when it exits 0 within ``timeout_s``."""
+
+    run: str = Field(min_length=1, max_length=10_000)
+    timeout_s: float = Field(default=120, gt=0, le=3600, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain(cls, value: Any) -> Any:
+        return {"run": value} if isinstance(value, str) else value
+
+
+class WorkspaceExpect(_Strict):
+    """belt's checks on what a command-line agent did (``expect`` of a belt scenario's
+    turn, or a task's ``expected``). Each is optional; the verdict's semantics are bat's:
+    every check given must pass."""
+
+    tools_invoked: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list
+    )  # each called at least once
+    files_modified_any: list[WorkspacePath] = Field(default_factory=list)  # one of them changed
+    files_created: list[WorkspacePath] = Field(default_factory=list)  # each created
+    files_unchanged: list[WorkspacePath] = Field(default_factory=list)  # none of them touched
+    file_contains: dict[WorkspacePath, list[str]] = Field(default_factory=dict)
+    diff_contains: list[str] = Field(default_factory=list)  # each in the final git diff
+    has_reply: StrictBool | None = None  # the turn (or episode) ended with some text
+    command_succeeds: list[CommandCheck] = Field(default_factory=list)
+
+    _lists = field_validator("diff_contains", "command_succeeds", mode="before")(_listed)
+
+    @field_validator("file_contains", mode="before")
+    @classmethod
+    def _texts(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {path: [text] if isinstance(text, str) else text for path, text in value.items()}
+        return value
+
+    @property
+    def checks_workspace(self) -> bool:
+        return bool(
+            self.tools_invoked
+            or self.files_modified_any
+            or self.files_created
+            or self.files_unchanged
+            or self.file_contains
+            or self.diff_contains
+            or self.has_reply is not None
+            or self.command_succeeds
+        )
+
+
+class TaskExpected(WorkspaceExpect):
     """What a successful episode looks like; every check is optional.
 
     ``status`` defaults to ``completed``; an explicit ``null`` (as bat-cli writes it)
@@ -164,6 +237,7 @@ class TaskExpected(_Strict):
             or self.max_tokens is not None
             or self.no_errors
             or self.agent_calls
+            or self.checks_workspace
         )
 
 

@@ -57,6 +57,10 @@ def _named(name: str, older: str) -> Any:
     return {"validation_alias": AliasChoices(name, older), "serialization_alias": name}
 
 
+def _none(value: Any) -> bool:
+    return value is None
+
+
 # Times are finite: an episode file holding NaN or 1e999 (a hand-edited or foreign one) is
 # refused when read, so no NaN reaches a summary, a gate or a file bat writes.
 _FINITE = ConfigDict(allow_inf_nan=False)
@@ -88,6 +92,7 @@ class ToolCall(BaseModel):
     result: Any = None
     error: bool = False
     source: Literal["stream", "spans"] = "stream"
+    turn: int | None = Field(None, exclude_if=_none)  # its turn (0 first), where known
 
 
 class AgentCall(BaseModel):
@@ -121,6 +126,62 @@ class TurnRecord(BaseModel):
     task_id: str | None = None
     time_to_first_event_s: Seconds | None = None
     wall_time_s: Seconds = 0.0
+    # A command-line agent's turn (bat.agents): how its process ended, the end of what it
+    # wrote to stderr, and what the turn changed in the workspace.
+    # (Left out of the file when None: an A2A episode's turns stay as they were.)
+    exit_code: int | None = Field(None, exclude_if=_none)
+    stderr_tail: str | None = Field(None, exclude_if=_none)
+    changes: FileChanges | None = Field(None, exclude_if=_none)
+    git_diff: str | None = Field(None, exclude_if=_none)
+
+
+class FileChanges(BaseModel):
+    """Paths (relative to the workspace, ``/``-separated) a turn or an episode changed."""
+
+    created: list[str] = Field(default_factory=list)
+    modified: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+
+
+class CommandRun(BaseModel):
+    """A ``command_succeeds`` check's command, run in the workspace after the episode."""
+
+    model_config = _FINITE
+
+    command: str
+    exit_code: int | None = None  # None: it did not end within its time limit
+    timed_out: bool = False
+    seconds: Seconds = 0.0
+    output_tail: str = ""
+
+
+class ResourceLock(BaseModel):
+    """A resource installed into the workspace, and the sha256 of what was installed."""
+
+    source: str
+    dest: str
+    sha256: str
+    version: str | None = None
+
+
+class WorkspaceRecord(BaseModel):
+    """The working copy a command-line agent's episode ran in (bat.agents.workspace), and
+    what the workspace checks need of it, read before it was removed: the verdict is
+    a pure function of the episode file, so it can be judged again later."""
+
+    model_config = _FINITE
+
+    source: str  # the folder or fixture repository it was made from
+    ref: str | None = None  # the ref asked for
+    commit: str | None = None  # the commit it was made at (None: a plain copy)
+    kept: str | None = None  # where it was kept (``keep: failed|always``), or None
+    changes: FileChanges = Field(default_factory=FileChanges)
+    git_diff: str = ""  # the final diff against the start, bounded
+    diff_truncated: bool = False
+    # The text of each file a check reads (``file_contains``), bounded; None: no such file.
+    files: dict[str, str | None] = Field(default_factory=dict)
+    commands: list[CommandRun] = Field(default_factory=list)
+    resources: list[ResourceLock] = Field(default_factory=list)
 
 
 class EpisodeTrace(BaseModel):
@@ -138,6 +199,7 @@ class EpisodeTrace(BaseModel):
     agent_calls: list[AgentCall] = Field(default_factory=list)
     usage_source: Literal["stream", "spans", "none"] = "none"
     tool_source: Literal["stream", "spans", "none"] = "none"
+    workspace: WorkspaceRecord | None = Field(None, exclude_if=_none)  # a CLI agent's
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -288,10 +350,12 @@ __all__ = [
     "Check",
     "EpisodeResult",
     "EpisodeTrace",
+    "FileChanges",
     "InfraError",
     "StatusEvent",
     "ToolCall",
     "TurnRecord",
     "Usage",
     "Verdict",
+    "WorkspaceRecord",
 ]
