@@ -63,7 +63,8 @@ def load(name: str):
     try:
         cls = getattr(importlib.import_module(module_name), attribute)
     except Exception as exc:  # a broken plugin: one line, never a traceback
-        raise InputError(f"agent adapter {name!r} ({entry.target}) cannot be loaded: {exc}") from None
+        problem = f"agent adapter {name!r} ({entry.target}) cannot be loaded: {exc}"
+        raise InputError(problem) from None
     from bat.agents.kinds import CliAgent
 
     if not (isinstance(cls, type) and issubclass(cls, CliAgent)):
