@@ -70,8 +70,8 @@ class CommandAgent(CliAgent):
         ("BAT_MODEL_PROVIDER", "its provider"),
     )
 
-    @staticmethod
-    def check_options(options: dict[str, Any]) -> None:
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
         """Refuse options that cannot make a command, before any episode runs."""
         for key in ("command", "resume_command"):
             value = options.get(key)

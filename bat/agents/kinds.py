@@ -104,6 +104,11 @@ class CliAgent:
     def defaults(cls) -> dict[str, Any]:
         return {option.name: option.default for option in cls.options}
 
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        """Raise an InputError for option values that cannot work (read when eval.yaml is:
+        before any episode runs). The default checks nothing."""
+
     def invocation(self, turn: TurnInput) -> Invocation:
         raise NotImplementedError
 
