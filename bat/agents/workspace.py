@@ -132,9 +132,10 @@ class Workspace:
             fd = os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except (OSError, ValueError, RuntimeError):
             return None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
         with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
             data = handle.read(FILE_LIMIT)
         return data.decode("utf-8", errors="replace")
 
