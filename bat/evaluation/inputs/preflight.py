@@ -224,8 +224,7 @@ def dataset_warnings(tasks: list) -> list[str]:
         warnings.append(
             f"{counted(len(status_only), 'task')} {_check(status_only)} nothing but the final "
             f"status ({_some(status_only)}): an empty or wrong answer passes "
-            f"{_them(status_only)} (add output_must_contain, output_regex, tool_calls or, "
-            "for a command-line agent, files_created or command_succeeds)"
+            f"{_them(status_only)} (add output_must_contain, output_regex or tool_calls)"
         )
     if nothing:
         warnings.append(
