@@ -8,49 +8,17 @@ runner, progress, episode files and everything after are the same.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from bat.agents import registry
 from bat.agents.cli_session import CliSession
-from bat.agents.kinds import CliAgent, ModelTarget
+from bat.agents.kinds import ModelTarget
+from bat.agents.registry import ready
 from bat.agents.workspace import Resource, Source
-from bat.errors import InputError
 from bat.evaluation.inputs.config import ModelSpec, ResolvedConfig
 from bat.evaluation.run.progress import Progress
 from bat.evaluation.run.runner import CredentialWatch, EpisodeRunner, run_on_a_loop
 from bat.secrets import Scrubber
-
-
-def adapter_of(resolved: ResolvedConfig) -> CliAgent:
-    """The run's CLI adapter, made with its options; an InputError if its program is not
-    installed (said once, before any episode, rather than by every episode)."""
-    spec = resolved.evaluation.agent
-    adapter = registry.load(spec.adapter, spec.options)
-    program = program_of(adapter)
-    if program and shutil.which(program) is None:
-        how = f"; install it: {adapter.install}" if adapter.install else ""
-        raise InputError(
-            f"agent adapter {adapter.name}: the program {program!r} is not installed "
-            f"(not found on PATH){how}; or set evaluation.agent.options.executable"
-        )
-    return adapter
-
-
-def program_of(adapter: CliAgent) -> str | None:
-    """The program a turn runs (what doctor and the run check is installed)."""
-    if adapter.name == "command":
-        command = adapter.settings.get("command")
-        if isinstance(command, list) and command:
-            return command[0]
-        if isinstance(command, str):
-            import shlex
-
-            parts = shlex.split(command)
-            return parts[0] if parts else None
-        return None
-    return adapter.settings.get("executable") or adapter.executable or None
 
 
 def source_of(resolved: ResolvedConfig) -> Source:
@@ -73,7 +41,7 @@ def run_cli_work(
 ) -> None:
     """Run ``work`` (the model's missing episodes) against the CLI agent; fills ``record``."""
     evaluation = resolved.evaluation
-    adapter = adapter_of(resolved)
+    adapter = ready(evaluation.agent.adapter, evaluation.agent.options)
     target = (
         ModelTarget(
             provider=model.provider, model=model.model, base_url=model.base_url, env=model.env
