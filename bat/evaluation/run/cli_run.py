@@ -8,6 +8,7 @@ runner, progress, episode files and everything after are the same.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -89,7 +90,35 @@ def run_cli_work(
         progress.abandon()
         raise
     finally:
-        record.binding = f"{adapter.name} (command line)"
+        record.binding = f"{adapter.name}{program_version(adapter)} (command line)"
     progress.finish()
     record.episodes_run += len(work)
     record.status = "completed"
+
+
+def program_version(adapter) -> str:
+    """`` 2.0.14``: what the preset's program says of its version (for run.json and the
+    card: two runs of different CLI versions are told apart), or "" when it says nothing
+    in 10 s. The ``command`` adapter's program is the user's: not asked."""
+    import re
+    import subprocess
+    import tempfile
+
+    from bat.agents.registry import program_of
+
+    program = program_of(adapter)
+    if adapter.name == "command" or not program:
+        return ""
+    with tempfile.TemporaryDirectory(prefix="bat-version-") as home:
+        try:
+            done = subprocess.run(
+                [program, "--version"],
+                capture_output=True,
+                timeout=10,
+                stdin=subprocess.DEVNULL,
+                env={"PATH": os.environ.get("PATH", ""), "HOME": home, "NO_COLOR": "1"},
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+    found = re.search(rb"\d+\.\d+[\w.+-]*", done.stdout[:2000])
+    return f" {found.group().decode()[:40]}" if found else ""
