@@ -83,8 +83,8 @@ class TurnOutput:
 
 class CliAgent:
     """A command-line agent adapter. Subclasses set the class attributes and implement
-    :meth:`invocation` and :meth:`read`; one instance serves a whole run and holds no
-    state (concurrent episodes share it)."""
+    :meth:`invocation` and :meth:`read`; one instance serves a whole run (made with its
+    options) and holds no other state: concurrent episodes share it."""
 
     name: ClassVar[str]
     summary: ClassVar[str]  # one line, for ``bat agents``
@@ -95,8 +95,19 @@ class CliAgent:
     output: ClassVar[str] = "ndjson"  # what it prints: "ndjson" events, or "text"
     install: ClassVar[str] = ""  # how to install it, for doctor's message
 
-    def defaults(self) -> dict[str, Any]:
-        return {option.name: option.default for option in self.options}
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        # The run's options, defaults filled in (also given to each turn as
+        # ``TurnInput.options``); the instance is otherwise stateless.
+        self.settings: dict[str, Any] = {**self.defaults(), **(options or {})}
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        return {option.name: option.default for option in cls.options}
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        """Raise an InputError for option values that cannot work (read when eval.yaml is:
+        before any episode runs). The default checks nothing."""
 
     def invocation(self, turn: TurnInput) -> Invocation:
         raise NotImplementedError

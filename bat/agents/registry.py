@@ -51,8 +51,31 @@ def entries() -> dict[str, Entry]:
     return dict(sorted(found.items(), key=lambda item: (item[0] != A2A, item[0])))
 
 
-def load(name: str):
-    """The CliAgent instance for ``name``; an InputError naming the known ones."""
+def options_problem(name: str, options: dict) -> str | None:
+    """Why ``options`` cannot configure adapter ``name`` (unknown adapter or option, a
+    value its ``check_options`` refuses), or None."""
+    try:
+        cls = agent_class(name)
+        known = {option.name for option in cls.options}
+        unknown = sorted(set(options) - known, key=str)
+        if unknown:
+            names = ", ".join(sorted(known)) or "none"
+            return (
+                f"options: {str(unknown[0])[:60]!r} is no option of {name} (its options: {names})"
+            )
+        cls.check_options({**cls.defaults(), **options})
+    except InputError as exc:
+        return exc.message
+    return None
+
+
+def load(name: str, options: dict | None = None):
+    """The CliAgent for ``name``, made with ``options``; an InputError if it cannot be."""
+    return agent_class(name)(options)
+
+
+def agent_class(name: str):
+    """The CliAgent class for ``name``; an InputError naming the known ones."""
     known = entries()
     entry = known.get(name)
     if entry is None:
@@ -69,4 +92,4 @@ def load(name: str):
 
     if not (isinstance(cls, type) and issubclass(cls, CliAgent)):
         raise InputError(f"agent adapter {name!r} ({entry.target}) is not a bat CliAgent")
-    return cls()
+    return cls

@@ -405,8 +405,32 @@ def api_key(spec: JudgeSpec, env: Mapping[str, str]) -> str | None:
     return value.strip()
 
 
+class ResourceSpec(_Strict):
+    """A file or folder copied into every workspace (belt's ``resources``)."""
+
+    kind: Literal["file", "dir", "directory"] | None = None  # belt writes it; bat looks
+    source: FilePath  # relative to eval.yaml's folder
+    dest: Text = Field(min_length=1, max_length=1000)
+    version: Text | None = None
+
+
+class WorkspaceSpec(_Strict):
+    """Where a command-line agent's episodes run (bat.agents.workspace): a working copy
+    of ``source`` per episode, never the folder itself."""
+
+    source: Text = Field(default=".", min_length=1)  # a folder, or a git repository (URL)
+    ref: Text | None = Field(default=None, min_length=1)  # git: what to check out (HEAD)
+    keep: Literal["failed", "always", "never"] = "failed"
+    resources: list[ResourceSpec] = Field(default_factory=list, max_length=1000)
+
+
 class AgentSpec(_Strict):
-    """How the agent under test is started, or that it is already running."""
+    """How the agent under test is started, or that it is already running; or, with an
+    ``adapter`` other than ``a2a``, which command-line agent runs each turn (bat.agents)."""
+
+    adapter: Text = Field(default="a2a", min_length=1, max_length=100)
+    options: dict[str, Any] = Field(default_factory=dict)  # the adapter's (bat agents info)
+    workspace: Annotated[WorkspaceSpec, Block] = Field(default_factory=WorkspaceSpec)
 
     start: Flag = True
     command: Text = Field(default="uv run .", min_length=1)
@@ -437,6 +461,21 @@ class AgentSpec(_Strict):
             raise ValueError(
                 "replicas are containers of an image: set image (or --image), or remove replicas"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _known_adapter(self) -> AgentSpec:
+        """An adapter name and its options are checked when the file is read: a typo
+        shows before any episode runs."""
+        if self.adapter == "a2a":
+            if self.options:
+                raise ValueError("options are a command-line adapter's; adapter is a2a")
+            return self
+        from bat.agents.registry import options_problem
+
+        problem = options_problem(self.adapter, self.options)
+        if problem:
+            raise ValueError(problem)
         return self
 
     @model_validator(mode="after")

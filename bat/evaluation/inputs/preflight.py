@@ -75,6 +75,12 @@ def project_checks(resolved: ResolvedConfig, dataset: DatasetCheck) -> Checked:
     if resolved.evaluation.qualitative:
         judge_keys(resolved)
     check_output_dir(resolved.output_dir)
+    if agent.adapter != "a2a":
+        # A command-line agent: no project to start, but its program must be installed.
+        from bat.evaluation.run.cli_run import adapter_of
+
+        adapter_of(resolved)
+        return Checked(settings=None, warnings=[*warnings, *key_warnings(resolved, None)])
     if agent.start:
         settings, agent_warnings = check_agent_files(resolved, dataset)
         warnings += agent_warnings
@@ -138,7 +144,9 @@ def agent_python(resolved: ResolvedConfig) -> AgentPython | None:
     no Python the agent's project allows is refused before anything starts, not left
     to uv's download that fails offline. None when bat starts no agent with ``uv run``."""
     agent = resolved.evaluation.agent
-    if not agent.start or agent.image is not None or not runs_uv(agent.command):
+    if agent.adapter != "a2a" or not agent.start or agent.image is not None:
+        return None
+    if not runs_uv(agent.command):
         return None
     from bat.uv_binary import find_uv
 

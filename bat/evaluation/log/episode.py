@@ -133,6 +133,7 @@ class TurnRecord(BaseModel):
     stderr_tail: str | None = Field(None, exclude_if=_none)
     changes: FileChanges | None = Field(None, exclude_if=_none)
     git_diff: str | None = Field(None, exclude_if=_none)
+    tool_sequence: list[str] | None = Field(None, exclude_if=_none)  # tools called, in order
 
 
 class FileChanges(BaseModel):

@@ -63,6 +63,13 @@ def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None)
             "max_restarts": agent.max_restarts,
             "image": agent.image,
             "replicas": agent.replicas,
+            "adapter": agent.adapter,
+            # A command-line agent's options and workspace (bat.agents); option values
+            # are shown by name only where they may hold a secret (env).
+            "options": sorted(agent.options) if agent.adapter != "a2a" else [],
+            "workspace": (
+                agent.workspace.model_dump(mode="json") if agent.adapter != "a2a" else None
+            ),
         },
         "models": [
             {
@@ -76,7 +83,14 @@ def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None)
             }
             for m in resolved.config.models
         ]
-        or [{"label": "agent-default", "note": "the agent's own MODEL settings"}],
+        or [
+            {
+                "label": "agent-default",
+                "note": "the agent's own MODEL settings"
+                if agent.adapter == "a2a"
+                else "the CLI's own default model and keys",
+            }
+        ],
         "qualitative": evaluation.qualitative,
         "judges": [
             {
@@ -115,6 +129,15 @@ def describe(
         f"shutdown {timeouts['agent_shutdown']:g} s, turn {timeouts['turn']:g} s",
         f"agent          {agent['url']} (from {agent['url_from']}), {start}",
     ]
+    if agent["adapter"] != "a2a":
+        space = agent["workspace"]
+        ref = f" at {space['ref']}" if space["ref"] else ""
+        options = f" (options: {', '.join(agent['options'])})" if agent["options"] else ""
+        lines[-2:] = [
+            f"timeouts       turn {timeouts['turn']:g} s",
+            f"agent          {agent['adapter']}, a command-line agent run per turn{options}",
+            f"workspaces     a copy of {space['source']}{ref} per episode, kept: {space['keep']}",
+        ]
     if agent["env"]:
         lines.append(f"agent env      {', '.join(agent['env'])}")
     lines.append("models")

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -96,6 +96,9 @@ class Observed:
     agent_error: AgentError | None = None
     started_at: str = ""  # set by the runner, which knows when the episode began
     cold: bool = False  # set by the runner: the first wave after an agent start
+    # A command-line agent's episode (bat.agents.cli_session): called with the verdict,
+    # it keeps or removes the workspace and returns where it was kept.
+    after_verdict: Callable[[bool], str | None] | None = None
 
 
 class A2ASession:
@@ -178,7 +181,12 @@ class A2ASession:
                 await http.aclose()
 
     async def run_episode(
-        self, turns: list[str], *, turn_timeout_s: float, templates: Sequence[Any] | None = None
+        self,
+        turns: list[str],
+        *,
+        turn_timeout_s: float,
+        templates: Sequence[Any] | None = None,
+        work: Any = None,  # the runner's (task, attempt): what a CLI session needs
     ) -> Observed:
         """Send ``turns`` in one conversation and record everything that came back.
 

@@ -95,6 +95,11 @@ def run_model(
         return
     model_dir.mkdir(parents=True, exist_ok=True)
     with scripted_model(resolved, model, record, say) as model:
+        if evaluation.agent.adapter != "a2a":
+            from bat.evaluation.run.cli_run import run_cli_work
+
+            run_cli_work(resolved, model_dir, model, record, work, say, scrubber)
+            return
         _run_work(resolved, settings, run_dir, model, record, work, say, scrubber, python)
 
 

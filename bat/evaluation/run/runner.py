@@ -42,6 +42,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bat.errors import BatError
 from bat.evaluation.inputs.dataset import TaskSpec
@@ -139,8 +140,10 @@ class EpisodeRunner:
         notice: Callable[[str], None] | None = None,
         scrubber: Scrubber,
         warm_latency: bool = True,
+        connect: Callable[[], Any] | None = None,  # a CLI agent's session (bat.agents)
     ) -> None:
         self.url = url
+        self.make_session = connect
         self.scrubber = scrubber  # every secret of the configuration: kept out of episodes
         self.model = model
         self.model_dir = model_dir
@@ -260,6 +263,7 @@ class EpisodeRunner:
             item.task.turns,
             turn_timeout_s=self.turn_timeout_s,
             templates=item.task.turn_templates,
+            work=item,
         )
         observed.started_at = started_at
         observed.cold = cold
@@ -279,6 +283,8 @@ class EpisodeRunner:
         if infra is None:
             return False
         if self.agent is None:
+            if self.make_session is not None:
+                return False  # a command-line agent: each turn is a process of its own
             if infra.kind == "crash" and await asyncio.to_thread(card_answers, self.url, 2):
                 _broke_off(observed)
             return False
@@ -333,7 +339,11 @@ class EpisodeRunner:
 
     async def _connect(self) -> A2ASession:
         if self._session is None:
-            session = A2ASession(self.url, concurrency=self.concurrency)
+            session = (
+                self.make_session()
+                if self.make_session is not None
+                else A2ASession(self.url, concurrency=self.concurrency)
+            )
             await session.__aenter__()
             self._session = session
             self.binding = session.binding
@@ -368,6 +378,10 @@ class EpisodeRunner:
             cold=observed.cold,
         )
         result.verdict = judge_episode(item.task.expected, result)
+        if observed.after_verdict is not None:
+            kept = observed.after_verdict(result.verdict.passed)
+            if kept is not None and result.trace.workspace is not None:
+                result.trace.workspace.kept = kept
         # --retry-infra: an earlier record is kept in retried/, never lost
         stem = item.task.file_stem
         earlier = (stem, item.attempt) in (self._earlier or ())

@@ -1,0 +1,142 @@
+"""``bat eval.run`` with a command-line agent: what a run makes of a program's turns."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+# A program that answers in bat's NDJSON: it writes the file its message names (the
+# last word) and says so; "hang" sleeps, "fail" exits 2, "leak" prints the model key.
+AGENT = r"""
+import json, os, sys, time
+message = sys.argv[-1]
+word = message.split()[-1]
+emit = lambda **event: print(json.dumps(event), flush=True)
+emit(type="session", id="s-" + str(len(sys.argv)))
+if word == "hang":
+    time.sleep(60)
+if word == "fail":
+    print("the model is gone: connection refused", file=sys.stderr)
+    sys.exit(2)
+if word == "leak":
+    emit(type="text", text="key " + os.environ.get("SECRET_KEY", ""))
+    sys.exit(0)
+open(word, "w").write(message)
+emit(type="tool_call", id="1", name="write_file", args={"path": word})
+emit(type="tool_result", id="1", result="ok")
+emit(type="text", text="wrote " + word)
+"""
+
+
+def _project(root: Path, tasks: list[dict], **agent) -> Path:
+    (root / "repo").mkdir(parents=True)
+    (root / "repo" / "README").write_text("the user's project\n")
+    (root / "agent.py").write_text(AGENT)
+    (root / "tasks.json").write_text(json.dumps(tasks))
+    config = {
+        "evaluation": {
+            "dataset": "tasks.json",
+            "k": 1,
+            "concurrency": 4,
+            "turn_timeout_s": 10,
+            "agent": {
+                "adapter": "command",
+                "options": {"command": [sys.executable, str(root / "agent.py"), "{message}"]},
+                "workspace": {"source": "repo"},
+                **agent,
+            },
+        }
+    }
+    (root / "eval").mkdir()
+    (root / "eval" / "eval.yaml").write_text(yaml.safe_dump(config))
+    return root
+
+
+def _episodes(root: Path) -> dict[str, dict]:
+    run = sorted((root / "eval" / "output").glob("2*"))[-1]
+    return {path.stem: json.loads(path.read_text()) for path in run.glob("*/episodes/*.json")}
+
+
+def test_a_run_keeps_failed_workspaces_and_raw_output_and_judges_the_files(bat, tmp_path, home):
+    tasks = [
+        {"id": "writes", "turns": ["make a.txt"], "expected": {"output_must_contain": ["wrote"]}},
+        {"id": "fails", "turns": ["make b.txt", "now fail"]},
+    ]
+    root = _project(tmp_path, tasks)
+    result = bat("eval.run", cwd=root)
+    assert result.code == 0, result.err  # no gates: a failed task is a result, not an error
+    episodes = _episodes(root)
+    good, bad = episodes["writes__try1"], episodes["fails__try1"]
+    assert good["verdict"]["passed"] and good["trace"]["workspace"]["kept"] is None
+    assert good["trace"]["workspace"]["changes"]["created"] == ["a.txt"]
+    assert good["trace"]["tool_calls"][0] == {
+        "name": "write_file",
+        "args": {"path": "a.txt"},
+        "result": "ok",
+        "error": False,
+        "source": "stream",
+        "turn": 0,
+    }
+    assert bad["status"] == "error" and bad["agent_error"]["kind"] == "unknown"
+    assert "connection refused" in bad["agent_error"]["message"]
+    assert bad["trace"]["turns"][1]["exit_code"] == 2
+    kept = Path(bad["trace"]["workspace"]["kept"])
+    assert (kept / "b.txt").read_text() == "make b.txt"
+    run = kept.parents[2]
+    assert (run / kept.parent.parent.name / "raw" / "fails.1" / "turn-2.out").exists()
+    assert not list((run / kept.parent.parent.name / "workspaces").glob("writes*"))
+    assert (root / "repo" / "README").read_text() == "the user's project\n"
+    assert sorted(p.name for p in (root / "repo").iterdir()) == ["README"]
+
+
+def test_a_hanging_program_is_the_agents_timeout_within_the_turn_limit(bat, tmp_path, home):
+    root = _project(tmp_path, [{"id": "hangs", "turns": ["please hang"]}])
+    config = yaml.safe_load((root / "eval" / "eval.yaml").read_text())
+    config["evaluation"]["turn_timeout_s"] = 1
+    (root / "eval" / "eval.yaml").write_text(yaml.safe_dump(config))
+    started = time.monotonic()
+    bat("eval.run", cwd=root)
+    assert time.monotonic() - started < 15
+    (episode,) = _episodes(root).values()
+    assert episode["agent_error"]["kind"] == "timeout"
+    assert episode["trace"]["turns"][0]["wall_time_s"] < 5
+
+
+def test_secrets_of_the_configuration_stay_out_of_raw_output(bat, tmp_path, home):
+    root = _project(
+        tmp_path,
+        [{"id": "leaks", "turns": ["please leak"]}],
+        env={"SECRET_KEY": "sk-very-secret-1234567890"},
+    )
+    bat("eval.run", cwd=root)
+    (raw,) = (root / "eval" / "output").glob("2*/*/raw/leaks.1/turn-1.out")
+    assert "sk-very-secret-1234567890" not in raw.read_text()
+    assert "sk-very-secret" not in json.dumps(_episodes(root))
+
+
+@pytest.mark.parametrize(
+    ("agent", "words"),
+    [
+        ({"adapter": "cloud-code"}, "no agent adapter 'cloud-code'"),
+        ({"options": {"command": ["x"], "colour": 1}}, "'colour' is no option of command"),
+        (
+            {"options": {"command": ["no-such-cli-anywhere", "{message}"]}},
+            "'no-such-cli-anywhere' is not installed",
+        ),
+        ({"workspace": {"source": "repo", "keep": "sometimes"}}, "keep"),
+    ],
+)
+def test_a_wrong_agent_setting_is_one_line_before_anything_runs(bat, tmp_path, home, agent, words):
+    root = _project(tmp_path, [{"id": "t", "turns": ["make a.txt"]}], **agent)
+    result = bat("eval.run", cwd=root)
+    assert result.code == 2, result.out + result.err
+    assert words in result.err and "Traceback" not in result.err
+    assert len(result.err.strip().splitlines()) <= 2
+    assert not (root / "eval" / "output").exists() or not list(
+        (root / "eval" / "output").glob("2*/*/episodes/*")
+    )
