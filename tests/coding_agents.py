@@ -1,8 +1,10 @@
-"""Where the tests find the coding-agent CLIs that .ci/coding_agents.sh installs, pinned:
-``${BAT_CODING_AGENTS:-/opt/bat-coding-agents}/<preset-name>/node_modules/.bin/<program>``.
+"""Where the tests find the real coding CLIs that .ci/coding_agents.sh installs.
 
-In CI (``CI`` set) a missing CLI fails its tests: a CI that silently skipped them would
-prove nothing. Elsewhere they are skipped, saying how to install it.
+Each CLI is installed pinned in its own npm prefix,
+``$BAT_CODING_AGENTS/<preset>/node_modules/.bin/<program>`` (default
+``/opt/bat-coding-agents``). In CI (``CI`` set) a CLI that is missing fails the test
+that needs it — these are core tests, never skipped there; elsewhere the test is
+skipped with the command that installs it.
 """
 
 from __future__ import annotations
@@ -12,16 +14,15 @@ from pathlib import Path
 
 import pytest
 
-PROGRAMS = {"claude-code": "claude", "codex": "codex", "qwen-code": "qwen"}
+ROOT = Path(os.environ.get("BAT_CODING_AGENTS", "/opt/bat-coding-agents"))
 
 
-def cli_path(name: str, program: str | None = None) -> Path:
-    """The installed program of preset ``name``; skips (fails in CI) when it is missing."""
-    root = Path(os.environ.get("BAT_CODING_AGENTS") or "/opt/bat-coding-agents")
-    path = root / name / "node_modules" / ".bin" / (program or PROGRAMS.get(name, name))
-    if not (path.exists() and os.access(path, os.X_OK)):
-        reason = f"{name} is not installed at {path}: run bash .ci/coding_agents.sh"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return path
+def cli_path(preset: str, program: str) -> Path:
+    """The installed ``program`` of ``preset``, or the test fails (CI) / skips (else)."""
+    path = ROOT / preset / "node_modules" / ".bin" / program
+    if path.exists():
+        return path
+    message = f"{program} is not installed at {path}: run bash .ci/coding_agents.sh"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)

@@ -34,9 +34,10 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("bat.scaffold", "bat.images"),
     ("bat.evaluation.log",),
+    ("bat.agents",),  # the adapters' types, registry, workspaces: eval.yaml names one
     ("bat.evaluation.inputs",),
     ("bat.evaluation.stats", "bat.evaluation.verdict"),
-    ("bat.evaluation.run",),
+    ("bat.evaluation.run", "bat.agents.cli_session"),  # a CLI's episodes, as the runner's
     ("bat.evaluation.judging",),
     ("bat.evaluation.present",),
     ("bat.evaluation",),  # pipeline, context, card, merge: the stages put together

@@ -93,3 +93,34 @@ def agent_class(name: str):
     if not (isinstance(cls, type) and issubclass(cls, CliAgent)):
         raise InputError(f"agent adapter {name!r} ({entry.target}) is not a bat CliAgent")
     return cls
+
+
+def ready(name: str, options: dict):
+    """The run's CLI adapter, made with its options; an InputError if its program is not
+    installed (said once, before any episode, rather than by every episode)."""
+    import shutil
+
+    adapter = load(name, options)
+    program = program_of(adapter)
+    if program and shutil.which(program) is None:
+        how = f"; install it: {adapter.install}" if adapter.install else ""
+        raise InputError(
+            f"agent adapter {adapter.name}: the program {program!r} is not installed "
+            f"(not found on PATH){how}; or set evaluation.agent.options.executable"
+        )
+    return adapter
+
+
+def program_of(adapter) -> str | None:
+    """The program a turn runs (what doctor and the run check is installed)."""
+    if adapter.name == "command":
+        command = adapter.settings.get("command")
+        if isinstance(command, list) and command:
+            return command[0]
+        if isinstance(command, str):
+            import shlex
+
+            parts = shlex.split(command)
+            return parts[0] if parts else None
+        return None
+    return adapter.settings.get("executable") or adapter.executable or None

@@ -142,6 +142,7 @@ def plan(found: Project) -> list[tuple[str, Callable[[], Check | list[Check]]]]:
     """The project's checks, in order, each with the name a crash of it is shown under."""
     return [
         ("eval.yaml", partial(eval_config_check, found)),
+        ("agent adapter", partial(adapter_checks, found)),
         ("dataset", partial(dataset_check, found)),
         ("agent.json", partial(agent_card_check, found)),
         (".env", partial(dotenv_check, found)),
@@ -173,10 +174,57 @@ def eval_config_check(found: Project) -> Check:
         return failed(name, _words(exc), EVAL_FIX)
     count = len(resolved.config.models)
     models = counted(count, "model") if count else "the agent's own model"
-    detail = f"{shown}: {models}, k={resolved.evaluation.k}, agent at {_url(resolved)}"
+    adapter = resolved.evaluation.agent.adapter
+    agent = f"agent at {_url(resolved)}" if adapter == "a2a" else f"agent {adapter} (command line)"
+    detail = f"{shown}: {models}, k={resolved.evaluation.k}, {agent}"
     if resolved.warnings:  # keys of bat-cli's without a meaning here: as eval.show says
         return failed(name, f"{detail}; {'; '.join(resolved.warnings)}", EVAL_FIX, required=False)
     return passed(name, detail)
+
+
+def adapter_checks(found: Project) -> list[Check]:
+    """A command-line agent (``evaluation.agent.adapter``): its program is installed, and
+    a key it reads is set unless every model is bat's scripted one (bat.agents)."""
+    resolved = found.resolved
+    if resolved is None or resolved.evaluation.agent.adapter == "a2a":
+        return [skipped("agent adapter", "a2a (an A2A server)")]
+    from bat.agents import registry
+    from bat.agents.registry import program_of
+
+    name = resolved.evaluation.agent.adapter
+    try:
+        adapter = registry.load(name, resolved.evaluation.agent.options)
+    except BatError as exc:
+        return [failed("agent adapter", _words(exc), EVAL_FIX)]
+    import shutil
+
+    program = program_of(adapter)
+    where = shutil.which(program) if program else None
+    checks = [
+        passed("agent adapter", f"{name}: {program} at {where}")
+        if where or not program
+        else failed(
+            "agent adapter",
+            f"{name}: the program {program!r} is not on PATH",
+            adapter.install or "install it, or set evaluation.agent.options.executable",
+        )
+    ]
+    models = resolved.config.models
+    if adapter.key_variables and not (models and all(m.script for m in models)):
+        given = {key for m in models for key in m.env} | {
+            key for key in adapter.key_variables if os.environ.get(key, "").strip()
+        }
+        if not given & set(adapter.key_variables):
+            keys = " or ".join(adapter.key_variables)
+            checks.append(
+                failed(
+                    "agent key",
+                    f"{name}: {keys} is not set (unless its own login holds a key)",
+                    f"set {keys} in the shell or in a models: entry's env",
+                    required=False,
+                )
+            )
+    return checks
 
 
 def dataset_check(found: Project) -> Check:
@@ -323,6 +371,9 @@ def port_check(found: Project) -> Check:
     """The agent's port: free for bat to start the agent there, or answered by an agent
     when bat is to evaluate one already running (``evaluation.agent.start: false``)."""
     from bat.evaluation.run.agent_card import card_answers
+
+    if found.resolved is not None and found.resolved.evaluation.agent.adapter != "a2a":
+        return skipped("agent port", "a command-line agent listens on no port")
 
     name = "agent port"
     resolved = found.resolved

@@ -83,6 +83,7 @@ def make_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
     record = rundir.read_run(run_dir)
     evaluation = resolved.evaluation
     agent = evaluation.agent
+    cli = agent.adapter != "a2a"  # a command-line agent (bat.agents): no URL, nothing started
     found = rundir.versions()
     adk, adk_source = bat_adk_version(resolved.root)
     described = _agent_json(resolved.root)
@@ -97,11 +98,13 @@ def make_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
         agent=CardAgent(
             name=described.get("name"),
             version=described.get("version"),
-            url=secrets.display_url(resolved.agent_url),
-            start=agent.start,
-            command=agent.command if agent.start else None,
+            url=secrets.display_url(resolved.agent_url) if not cli else None,
+            start=agent.start and not cli,
+            command=agent.command if agent.start and not cli else None,
             root=str(resolved.root),
             git=git_state(resolved.root, exclude=resolved.output_dir),
+            adapter=agent.adapter,
+            workspace=agent.workspace.model_dump(mode="json") if cli else None,
         ),
         versions=CardVersions(
             bat=found.get("bat-cli"),

@@ -15,7 +15,7 @@ They import nothing heavy at module level, so listing commands stays fast.
 
 from invoke import Collection
 
-from bat.tasks import add, doctor, images, init, version
+from bat.tasks import add, agents, doctor, images, init, version
 from bat.tasks import eval as eval_
 from bat.tasks import set as set_
 
@@ -28,6 +28,7 @@ ns.add_task(version.version)
 ns.add_task(images.build)
 ns.add_task(images.push)
 ns.add_task(doctor.doctor)
+ns.add_task(agents.agents)
 # Every group's defaults at the root too: Invoke gives a pre/post task (eval.run's judge,
 # summarize, plot) only the root's configuration, and reads a BAT_* variable only for a
 # key the configuration has. With all of them here every task sees
@@ -36,4 +37,4 @@ ns.add_task(doctor.doctor)
 for _group in (init.ns, eval_.ns, images.ns):
     ns.configure(_group.configuration())
 
-__all__ = ["add", "doctor", "eval_", "images", "init", "ns", "set_", "version"]
+__all__ = ["add", "agents", "doctor", "eval_", "images", "init", "ns", "set_", "version"]

@@ -83,7 +83,7 @@ def run_turn(claude, root: Path, message: str, base_url: str, **options) -> tupl
 
 @pytest.fixture(scope="module")
 def claude():
-    return cli_path("claude-code")
+    return cli_path("claude-code", "claude")
 
 
 @pytest.fixture(scope="module")

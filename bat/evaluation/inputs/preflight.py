@@ -77,9 +77,9 @@ def project_checks(resolved: ResolvedConfig, dataset: DatasetCheck) -> Checked:
     check_output_dir(resolved.output_dir)
     if agent.adapter != "a2a":
         # A command-line agent: no project to start, but its program must be installed.
-        from bat.evaluation.run.cli_run import adapter_of
+        from bat.agents.registry import ready
 
-        adapter_of(resolved)
+        ready(agent.adapter, agent.options)
         return Checked(settings=None, warnings=[*warnings, *key_warnings(resolved, None)])
     if agent.start:
         settings, agent_warnings = check_agent_files(resolved, dataset)

@@ -223,6 +223,22 @@ _EVAL_YAML_KEYS = {
         "(DOCKER_HOST), instead of command",
         "replicas": "with image: this many containers share the episodes (the first on "
         "agent_url's port)",
+        "adapter": "a2a (an A2A server), command (any program) or a coding CLI's preset "
+        "(claude-code, codex, ...): bat agents lists them",
+        "options": "the adapter's options (bat agents info NAME)",
+        "workspace": "a command-line agent's episodes each run in a copy of this",
+    },
+    "WorkspaceSpec": {
+        "source": "the folder (or git repository URL) each episode gets a working copy of",
+        "ref": "for a git repository: the commit, tag or branch to check out (HEAD)",
+        "keep": "which workspaces are kept after the verdict: failed, always or never",
+        "resources": "files or folders copied into every workspace before the agent starts",
+    },
+    "ResourceSpec": {
+        "kind": "belt's file or dir (bat tells them apart itself)",
+        "source": "the file or folder, relative to the current folder",
+        "dest": "where in the workspace",
+        "version": "recorded beside its sha256",
     },
     "ModelSpec": {
         "name": "its folder in a run and its label (default: provider_model)",

@@ -81,6 +81,16 @@ class CardAgent(_Part):
         description="the Python and bat-adk the agent ran with (the first model's agent); "
         "null: not known (in a container, not started by bat, no environment found)",
     )
+    adapter: str = Field(
+        default="a2a",
+        description="how bat talked to it: a2a, command, or a coding CLI's preset (its "
+        "program's version is in run.json's models[].binding)",
+    )
+    workspace: dict[str, Any] | None = Field(
+        default=None,
+        description="a command-line agent's workspace settings (source, ref, keep, "
+        "resources); null: an A2A agent",
+    )
 
 
 class CardVersions(_Part):

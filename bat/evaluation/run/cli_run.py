@@ -8,49 +8,18 @@ runner, progress, episode files and everything after are the same.
 
 from __future__ import annotations
 
-import shutil
+import os
 from collections.abc import Callable
 from pathlib import Path
 
-from bat.agents import registry
 from bat.agents.cli_session import CliSession
-from bat.agents.kinds import CliAgent, ModelTarget
+from bat.agents.kinds import ModelTarget
+from bat.agents.registry import ready
 from bat.agents.workspace import Resource, Source
-from bat.errors import InputError
 from bat.evaluation.inputs.config import ModelSpec, ResolvedConfig
 from bat.evaluation.run.progress import Progress
 from bat.evaluation.run.runner import CredentialWatch, EpisodeRunner, run_on_a_loop
 from bat.secrets import Scrubber
-
-
-def adapter_of(resolved: ResolvedConfig) -> CliAgent:
-    """The run's CLI adapter, made with its options; an InputError if its program is not
-    installed (said once, before any episode, rather than by every episode)."""
-    spec = resolved.evaluation.agent
-    adapter = registry.load(spec.adapter, spec.options)
-    program = program_of(adapter)
-    if program and shutil.which(program) is None:
-        how = f"; install it: {adapter.install}" if adapter.install else ""
-        raise InputError(
-            f"agent adapter {adapter.name}: the program {program!r} is not installed "
-            f"(not found on PATH){how}; or set evaluation.agent.options.executable"
-        )
-    return adapter
-
-
-def program_of(adapter: CliAgent) -> str | None:
-    """The program a turn runs (what doctor and the run check is installed)."""
-    if adapter.name == "command":
-        command = adapter.settings.get("command")
-        if isinstance(command, list) and command:
-            return command[0]
-        if isinstance(command, str):
-            import shlex
-
-            parts = shlex.split(command)
-            return parts[0] if parts else None
-        return None
-    return adapter.settings.get("executable") or adapter.executable or None
 
 
 def source_of(resolved: ResolvedConfig) -> Source:
@@ -73,7 +42,7 @@ def run_cli_work(
 ) -> None:
     """Run ``work`` (the model's missing episodes) against the CLI agent; fills ``record``."""
     evaluation = resolved.evaluation
-    adapter = adapter_of(resolved)
+    adapter = ready(evaluation.agent.adapter, evaluation.agent.options)
     target = (
         ModelTarget(
             provider=model.provider, model=model.model, base_url=model.base_url, env=model.env
@@ -121,7 +90,35 @@ def run_cli_work(
         progress.abandon()
         raise
     finally:
-        record.binding = f"{adapter.name} (command line)"
+        record.binding = f"{adapter.name}{program_version(adapter)} (command line)"
     progress.finish()
     record.episodes_run += len(work)
     record.status = "completed"
+
+
+def program_version(adapter) -> str:
+    """`` 2.0.14``: what the preset's program says of its version (for run.json and the
+    card: two runs of different CLI versions are told apart), or "" when it says nothing
+    in 10 s. The ``command`` adapter's program is the user's: not asked."""
+    import re
+    import subprocess
+    import tempfile
+
+    from bat.agents.registry import program_of
+
+    program = program_of(adapter)
+    if adapter.name == "command" or not program:
+        return ""
+    with tempfile.TemporaryDirectory(prefix="bat-version-") as home:
+        try:
+            done = subprocess.run(
+                [program, "--version"],
+                capture_output=True,
+                timeout=10,
+                stdin=subprocess.DEVNULL,
+                env={"PATH": os.environ.get("PATH", ""), "HOME": home, "NO_COLOR": "1"},
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+    found = re.search(rb"\d+\.\d+[\w.+-]*", done.stdout[:2000])
+    return f" {found.group().decode()[:40]}" if found else ""
