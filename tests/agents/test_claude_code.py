@@ -370,7 +370,9 @@ def traced_run(claude, tmp_path_factory):
 
 
 def test_a_created_file_passes_its_checks(traced_run):
-    episodes, _, _ = traced_run
+    episodes, run, _ = traced_run
+    binding = json.loads((run / "run.json").read_text())["models"][0]["binding"]
+    assert re.fullmatch(r"claude-code \d+\.\d+\.\d+ \(command line\)", binding)
     episode = episodes[("scripted", "creates__try1")]
     assert episode["status"] == "completed" and episode["verdict"]["passed"], episode["verdict"]
     assert episode["trace"]["workspace"]["changes"]["created"] == ["hello.txt"]
