@@ -449,3 +449,29 @@ def test_a_refused_write_fails_its_check_and_a_dead_model_fails_at_once(claude, 
     if "files_created" not in checks:  # the verdict's workspace checks are the lead's part
         pytest.xfail("the verdict does not run workspace checks (files_created) yet")
     assert not checks["files_created"]["passed"] and not refused["verdict"]["passed"]
+
+
+@pytest.mark.parametrize(
+    ("options", "sandbox"),
+    [
+        ({"permission_mode": "bypassPermissions"}, True),
+        ({"extra_args": ["--dangerously-skip-permissions"]}, True),
+        ({"permission_mode": "plan"}, False),
+    ],
+)
+def test_is_sandbox_only_when_permissions_are_skipped_as_root(options, sandbox):
+    turn = TurnInput(
+        message="hi",
+        index=0,
+        session=None,
+        workspace=Path("/w"),
+        home=Path("/h"),
+        model=ModelTarget(),
+        options={**PRESET.defaults(), **options},
+        new_session="0a0b0c0d-1111-4222-8333-444455556666",
+    )
+    invocation = PRESET.invocation(turn)
+    assert invocation.argv[5:7] == ["--session-id", "0a0b0c0d-1111-4222-8333-444455556666"]
+    assert "ANTHROPIC_BASE_URL" not in invocation.env and "--model" not in invocation.argv
+    expected = sandbox and os.geteuid() == 0
+    assert ("IS_SANDBOX" in invocation.env) == expected
