@@ -381,9 +381,7 @@ def test_a_created_file_passes_its_checks(traced_run):
     assert episode["trace"]["usage"]["model_calls"] == 2
     assert episode["trace"]["workspace"]["files"]["hello.txt"] == "hello from bat\n"
     checks = {check["name"]: check for check in episode["verdict"]["checks"]}
-    if "files_created" not in checks:  # the verdict's workspace checks are the lead's part
-        pytest.xfail("the verdict does not run workspace checks (files_created) yet")
-    assert checks["files_created"]["passed"] and checks["file_contains"]["passed"]
+    assert checks["files_created"]["passed"] and checks["file_contains:hello.txt"]["passed"]
 
 
 def test_a_second_turn_resumes_the_session(traced_run):
@@ -446,8 +444,6 @@ def test_a_refused_write_fails_its_check_and_a_dead_model_fails_at_once(claude, 
     assert gone["trace"]["turns"][0]["wall_time_s"] < 10  # well within turn_timeout_s (20)
     assert elapsed < 20
     checks = {check["name"]: check for check in refused["verdict"]["checks"]}
-    if "files_created" not in checks:  # the verdict's workspace checks are the lead's part
-        pytest.xfail("the verdict does not run workspace checks (files_created) yet")
     assert not checks["files_created"]["passed"] and not refused["verdict"]["passed"]
 
 
