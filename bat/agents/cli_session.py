@@ -34,6 +34,7 @@ from bat.agents import workspace as workspaces
 from bat.agents.kinds import CliAgent, ModelTarget, TurnInput, TurnOutput
 from bat.agents.processes import Ran, run_async
 from bat.errors import BatError
+from bat.evaluation.log import layout
 from bat.evaluation.log.episode import (
     AgentError,
     EpisodeTrace,
@@ -96,8 +97,9 @@ class CliSession:
     ) -> Observed:
         import asyncio
 
-        name = f"{work.task.file_stem}.{work.attempt}" if work is not None else uuid.uuid4().hex
-        raw = self.model_dir / "raw" / name
+        stem, attempt = (work.task.file_stem, work.attempt) if work else (uuid.uuid4().hex, 1)
+        raw = layout.raw_output_dir(self.model_dir, stem, attempt)
+        kept = layout.kept_workspace(self.model_dir, stem, attempt)
         session_id = str(uuid.uuid4())
         trace = EpisodeTrace(context_id=session_id)
         started = time.monotonic()
@@ -117,7 +119,7 @@ class CliSession:
         finally:
             if observed is None or observed.infra_error is not None:
                 space.remove()
-        observed.after_verdict = lambda passed: self._settle(space, name, passed)
+        observed.after_verdict = lambda passed: self._settle(space, kept, passed)
         return observed
 
     async def _turns(self, space, turns, turn_timeout_s, templates, raw, trace) -> Observed:
@@ -276,10 +278,10 @@ class CliSession:
                     record.commands.append(space.run_check(check.run, check.timeout_s, env))
         return record
 
-    def _settle(self, space, name: str, passed: bool) -> str | None:
+    def _settle(self, space, kept: Path, passed: bool) -> str | None:
         """Keep or remove the workspace once the verdict is known; where it was kept."""
         if self.keep == "always" or (self.keep == "failed" and not passed):
-            return str(space.keep(self.model_dir / "workspaces" / name))
+            return str(space.keep(kept))
         space.remove()
         return None
 

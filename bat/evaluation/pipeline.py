@@ -432,7 +432,7 @@ def recheck_run(ctx: RunContext, run_dir: Path, dataset: Dataset, *, say: Say = 
 
     def verdict_of(episode: EpisodeResult) -> Verdict | None:
         task = tasks.get(episode.task_id)  # None: a task the dataset no longer has
-        return None if task is None else judge_episode(task.expected, episode)
+        return None if task is None else judge_episode(task.expected, episode, task.turn_expected)
 
     if not store.layout.is_run_folder(run_dir):
         changed = 0

@@ -4,22 +4,38 @@ Each expectation of a task is one independent check; the episode passes only if 
 pass, and the reason lists every check in order, e.g.
 ``status: 'completed'; output: missing 'Paris'; tool_call:search: called 0×, expected ≥1×``,
 so a failure says exactly which expectation was not met. ``status: null`` (bat-cli's way)
-checks no status. A pass is *vacuous* when the answer was empty or nothing but the
-status was checked: it counts, and the summary says how many there were.
+checks no status. A pass is *vacuous* when nothing but the status was checked, or when the answer
+was empty and no check needed the agent to act (call a tool, change a file): it counts,
+and the summary says how many there were.
+
+belt's workspace checks (a command-line agent's files, diff and commands) are
+:mod:`bat.evaluation.verdict_workspace`; a turn's own ``expect`` is checked against that
+turn only, each of its checks named with the turn (``turn 2: files_created: ...``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from bat.evaluation.inputs.dataset import TaskExpected, ToolCallExpectation
+from bat.evaluation.inputs.dataset import TaskExpected, ToolCallExpectation, TurnExpect
 from bat.evaluation.inputs.output_regex import REGEX_TIME_LIMIT_S
 from bat.evaluation.log.episode import Check, EpisodeResult, ToolCall, Verdict
+from bat.evaluation.verdict_workspace import (
+    episode_scope,
+    turn_scope,
+    workspace_checks,
+)
 
 
-def judge_episode(expected: TaskExpected, episode: EpisodeResult) -> Verdict:
-    """The verdict of ``episode`` against ``expected`` (a pure function)."""
+def judge_episode(
+    expected: TaskExpected,
+    episode: EpisodeResult,
+    turn_expected: Sequence[TurnExpect | None] = (),
+) -> Verdict:
+    """The verdict of ``episode`` against ``expected`` and each turn's own expectations
+    ``turn_expected`` (``TaskSpec.turn_expected``), a pure function."""
     if episode.infra_error is not None:
         error = episode.infra_error
         check = Check(
@@ -47,13 +63,39 @@ def judge_episode(expected: TaskExpected, episode: EpisodeResult) -> Verdict:
     for want in expected.agent_calls:
         count = sum(1 for call in trace.agent_calls if call.name == want.name)
         checks.append(_count(f"agent_call:{want.name}", count, want.times))
+    checks += workspace_checks(expected, episode_scope(episode))
+    turn_wants = [(index, want) for index, want in enumerate(turn_expected) if want is not None]
+    for index, want in turn_wants:
+        checks += _turn_checks(want, episode, index)
     passed = all(check.passed for check in checks)
+    checked = expected.checks_beyond_status or any(w.checks_anything for _, w in turn_wants)
+    acted = expected.checks_action or any(w.checks_action for _, w in turn_wants)
     return Verdict(
         passed=passed,
         reason="; ".join(check.detail for check in checks) or "no checks",
         checks=checks,
-        vacuous=passed and (not expected.checks_beyond_status or not output.strip()),
+        vacuous=passed and (not checked or (not output.strip() and not acted)),
     )
+
+
+def _turn_checks(want: TurnExpect, episode: EpisodeResult, index: int) -> list[Check]:
+    """The checks of turn ``index``'s own ``expect``; one failing check when the episode
+    ended before that turn ran."""
+    if not want.checks_anything:
+        return []
+    ran = len(episode.trace.turns)
+    if index >= ran:
+        label = f"turn {index + 1}"
+        detail = f"{label}: not checked: the turn did not run (the episode ended after " + (
+            f"turn {ran})" if ran else "no turn)"
+        )
+        return [Check(name=label, passed=False, detail=detail)]
+    scope = turn_scope(episode, index)
+    checks = workspace_checks(want, scope)
+    if want.no_errors:
+        check = _no_errors(episode, index)
+        checks.append(check.model_copy(update={"name": scope.label + check.name}))
+    return checks
 
 
 def _status(want: str, episode: EpisodeResult) -> Check:
@@ -135,16 +177,34 @@ def _at_most(name: str, value: int, limit: int) -> Check:
     )
 
 
-def _no_errors(episode: EpisodeResult) -> Check:
-    failed_tools = [call.name for call in episode.trace.tool_calls if call.error]
-    failed_turns = [i + 1 for i, turn in enumerate(episode.trace.turns) if turn.status == "error"]
+def _no_errors(episode: EpisodeResult, only: int | None = None) -> Check:
+    """No failed tool call and no turn ended in error (of turn ``only``, when given);
+    a command-line agent's agent error (its process failed, timed out, said it was
+    rate limited) is named too."""
+    trace = episode.trace
+    calls = [call for call in trace.tool_calls if only is None or _in_turn(call, only, trace)]
+    failed_tools = [call.name for call in calls if call.error]
+    turns = list(enumerate(trace.turns))
+    failed_turns = [
+        i + 1 for i, turn in turns if turn.status == "error" and (only is None or i == only)
+    ]
     problems = []
     if failed_tools:
         problems.append(f"failed tool calls: {', '.join(failed_tools)}")
     if failed_turns:
         problems.append(f"turns ended in error: {', '.join(map(str, failed_turns))}")
-    detail = "no_errors: " + ("; ".join(problems) if problems else "none")
+    error = episode.agent_error
+    cli = trace.workspace is not None or any(turn.exit_code is not None for turn in trace.turns)
+    last = len(trace.turns) - 1
+    if error is not None and cli and (only is None or only == last):
+        problems.append(f"agent error {error.kind}: {error.message[:200]}")
+    label = "" if only is None else f"turn {only + 1}: "
+    detail = label + "no_errors: " + ("; ".join(problems) if problems else "none")
     return Check(name="no_errors", passed=not problems, detail=detail)
+
+
+def _in_turn(call: ToolCall, index: int, trace) -> bool:
+    return call.turn == index or (call.turn is None and len(trace.turns) == 1 and index == 0)
 
 
 def _args(call: ToolCall) -> Any:

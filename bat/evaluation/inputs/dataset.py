@@ -26,6 +26,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     Strict,
     StrictBool,
     TypeAdapter,
@@ -183,6 +184,29 @@ class WorkspaceExpect(_Strict):
             or self.command_succeeds
         )
 
+    @property
+    def checks_action(self) -> bool:
+        """Whether a check passes only if the agent did something (called a tool, changed
+        a file): such a pass is not vacuous even when the agent said nothing."""
+        return bool(
+            self.tools_invoked
+            or self.files_modified_any
+            or self.files_created
+            or self.diff_contains
+        )
+
+
+class TurnExpect(WorkspaceExpect):
+    """belt's per-turn ``expect``: the workspace checks and ``no_errors``, each checked
+    against that turn only (its reply, its tool calls, its changes and diff; the files
+    and commands are read once, after the last turn)."""
+
+    no_errors: StrictBool = False
+
+    @property
+    def checks_anything(self) -> bool:
+        return self.checks_workspace or self.no_errors
+
 
 class TaskExpected(WorkspaceExpect):
     """What a successful episode looks like; every check is optional.
@@ -242,12 +266,15 @@ class TaskExpected(WorkspaceExpect):
 
 
 def _turn_text(index: int, turn: dict[str, Any]) -> Any:
-    """The text of turn ``index`` written as an object, or a ValueError saying why not."""
+    """The text of turn ``index`` written as an object, or a ValueError saying why not
+    (its ``expect`` was taken out before: :meth:`TaskSpec._turn_expectations`)."""
     keys = [key for key in TURN_TEXT_KEYS if key in turn]
     unknown = sorted(set(turn) - {*TURN_TEXT_KEYS, "role"}, key=str)
     if unknown:
         names = ", ".join(repr(key)[:40] for key in unknown)
-        raise ValueError(f"turn {index}: unknown key(s) {names} (a turn has content and role)")
+        raise ValueError(
+            f"turn {index}: unknown key(s) {names} (a turn has content, role and expect)"
+        )
     if len(keys) != 1:
         raise ValueError(f"turn {index}: give its text under exactly one of content, text, message")
     if turn.get("role", "user") != "user":
@@ -266,6 +293,57 @@ class TaskSpec(_Strict):
     expected: TaskExpected = Field(default_factory=TaskExpected)
     meta: dict[str, Any] = Field(default_factory=dict)
     tags: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(default_factory=list)
+    # Each turn's ``expect`` (None: the turn has none), or empty when no turn has one.
+    _turn_expected: tuple[TurnExpect | None, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _turn_expectations(cls, data: Any, handler: Any) -> Any:
+        """A turn written as an object may carry ``expect`` (belt's per-turn checks).
+        It is taken out of the turn before the task is validated (so ``turns`` stays a
+        list of texts for everything that sends them) and kept beside it; its problems
+        are reported at ``turns[i].expect``, with the task's own."""
+        turns = data.get("turns") if isinstance(data, dict) else None
+        if not isinstance(turns, list) or not any(
+            isinstance(turn, dict) and "expect" in turn for turn in turns
+        ):
+            return handler(data)
+        problems: list[dict[str, Any]] = []
+        expected: list[TurnExpect | None] = []
+        bare = []
+        for index, turn in enumerate(turns):
+            want = None
+            if isinstance(turn, dict) and "expect" in turn:
+                turn = {key: value for key, value in turn.items() if key != "expect"}
+                try:
+                    want = TurnExpect.model_validate(turns[index]["expect"])
+                except ValidationError as exc:
+                    problems += _moved(exc, ("turns", index, "expect"))
+            expected.append(want)
+            bare.append(turn)
+        try:
+            task = handler({**data, "turns": bare})
+        except ValidationError as exc:
+            problems = [*_moved(exc, ()), *problems]
+            task = None
+        if problems:
+            raise ValidationError.from_exception_data(cls.__name__, problems)
+        if any(want is not None for want in expected):
+            task._turn_expected = tuple(expected)
+        return task
+
+    @property
+    def turn_expected(self) -> tuple[TurnExpect | None, ...]:
+        """Each turn's own expectations (None for a turn without), or ``()`` when no
+        turn has any: checked by the verdict against that turn only."""
+        return self._turn_expected
+
+    @property
+    def checks_beyond_status(self) -> bool:
+        """Whether the task or any turn checks more than the final status."""
+        return self.expected.checks_beyond_status or any(
+            want is not None and want.checks_anything for want in self._turn_expected
+        )
 
     @property
     def all_tags(self) -> list[str]:
@@ -345,6 +423,18 @@ class TaskSpec(_Strict):
         :class:`Dataset` refuses.
         """
         return file_stem(self.id)
+
+
+def _moved(exc: ValidationError, prefix: tuple) -> list[dict[str, Any]]:
+    """The errors of ``exc`` as pydantic's raw error details, their key paths under
+    ``prefix`` (to be raised again as one ValidationError)."""
+    moved = []
+    for item in exc.errors(include_url=False):
+        detail = {"type": item["type"], "loc": (*prefix, *item["loc"]), "input": item["input"]}
+        if "ctx" in item:
+            detail["ctx"] = item["ctx"]
+        moved.append(detail)
+    return moved
 
 
 def file_stem(task_id: str) -> str:
@@ -552,7 +642,7 @@ class DatasetCheck:
     @classmethod
     def of(cls, dataset: Dataset) -> DatasetCheck:
         """The check of a dataset already loaded (``eval.run``, ``--dry-run``)."""
-        weak = [task for task in dataset.tasks if not task.expected.checks_beyond_status]
+        weak = [task for task in dataset.tasks if not task.checks_beyond_status]
         return cls(
             path=dataset.path,
             sha256=dataset.sha256,
@@ -647,7 +737,7 @@ def _noted(task: TaskSpec, info: ValidationInfo) -> None:
     """What :func:`check_dataset` keeps of a valid task; the task itself is dropped."""
     info.context["stems"].append(task.file_stem)
     info.context["facts"].add(task)
-    if not task.expected.checks_beyond_status:
+    if not task.checks_beyond_status:
         info.context["weak"].append(task)
 
 

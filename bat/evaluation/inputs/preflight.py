@@ -216,7 +216,7 @@ def check_output_dir(output_dir: Path) -> None:
 def dataset_warnings(tasks: list) -> list[str]:
     """Tasks whose pass would prove little: they check nothing but the final status, or
     nothing at all (``status: null`` and no other expectation)."""
-    weak = [task for task in tasks if not task.expected.checks_beyond_status]
+    weak = [task for task in tasks if not task.checks_beyond_status]
     nothing = [task.id for task in weak if task.expected.status is None]
     status_only = [task.id for task in weak if task.expected.status is not None]
     warnings = []

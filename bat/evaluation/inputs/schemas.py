@@ -378,6 +378,16 @@ def _tasks_json(task: dict[str, Any]) -> dict[str, Any]:
         "additionalProperties": False,
         "oneOf": [{"required": [key]} for key in dataset.TURN_TEXT_KEYS],
     }
+    # belt's per-turn checks (TurnExpect): the workspace checks of `expected`, no_errors.
+    defs["Turn"]["properties"]["expect"] = {"$ref": "#/$defs/TurnExpect"}
+    defs["TurnExpect"] = {
+        "type": "object",
+        "description": (dataset.TurnExpect.__doc__ or "").split("\n\n")[0].replace("\n    ", " "),
+        "properties": {
+            key: copy.deepcopy(expected[key]) for key in dataset.TurnExpect.model_fields
+        },
+        "additionalProperties": False,
+    }
     task["properties"]["turns"]["items"] = {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/Turn"}]}
     # Printable, no space at either end (the control characters are left to bat).
     task["properties"]["id"]["pattern"] = r"^\S(?:[^\x00-\x1f\x7f]*\S)?$"

@@ -16,8 +16,11 @@ What a template can read (docs/eval-formats.md, "Turns that refer to earlier tur
 
 and of each of them the fields of :data:`FIELDS`: ``output`` (the answer's text, as the
 episode records it), ``reply_text`` (the same, belt's name), ``status`` (the status word
-the turn ended with: ``completed``, ``input-required``, ...) and ``input`` (the text
-that was sent in that turn, itself rendered).
+the turn ended with: ``completed``, ``input-required``, ...), ``input`` (the text
+that was sent in that turn, itself rendered), and belt's two of a command-line agent's
+turn: ``git_diff`` (what the turn changed in the workspace, as a diff; empty for an A2A
+agent) and ``tool_sequence`` (the names of the tools called in the turn, in order:
+printed as ``Read, Edit, Bash``, a list to ``join`` or loop over; empty when unknown).
 
 The environment is Jinja2's ``ImmutableSandboxedEnvironment`` with ``StrictUndefined``
 and no autoescaping: a template reads these values and nothing else (no Python
@@ -37,7 +40,7 @@ from typing import Any
 MARKERS = ("{{", "{%", "{#")
 # The fields of an earlier turn a template can read (``reply_text`` is belt's name of
 # ``output``).
-FIELDS = ("output", "reply_text", "status", "input")
+FIELDS = ("output", "reply_text", "status", "input", "git_diff", "tool_sequence")
 # Names Jinja gives a meaning of its own; ``self`` would hand the template itself out.
 _SPECIAL_NAMES = ("self",)
 
@@ -111,16 +114,35 @@ class _Broken:
         raise RenderError(self.reason)
 
 
+class ToolSequence(tuple):
+    """The names of a turn's tool calls: a sequence to loop over or ``join``, printed
+    whole as ``Read, Edit, Bash`` (not as Python writes a tuple)."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return ", ".join(self)
+
+
 class TurnView:
     """What a template sees of one earlier turn (only these attributes)."""
 
     __slots__ = FIELDS
 
-    def __init__(self, output: str, status: str, input: str) -> None:
+    def __init__(
+        self,
+        output: str,
+        status: str,
+        input: str,
+        git_diff: str = "",
+        tool_sequence: Sequence[str] = (),
+    ) -> None:
         self.output = output
         self.reply_text = output
         self.status = status
         self.input = input
+        self.git_diff = git_diff
+        self.tool_sequence = ToolSequence(tool_sequence)
 
     def __str__(self) -> str:
         """A turn printed whole (``{{ turns }}``, ``{{ turns|first }}``) is refused: it
@@ -153,7 +175,16 @@ def render_turn(template: Any, done: Sequence[Any], budget: Any = None) -> str:
         template.render(None)
     budget = budget or Budget(MAX_RENDER_SECONDS)
 
-    views = [TurnView(record.output or "", record.status, record.input) for record in done]
+    views = [
+        TurnView(
+            record.output or "",
+            record.status,
+            record.input,
+            getattr(record, "git_diff", None) or "",
+            getattr(record, "tool_sequence", None) or (),
+        )
+        for record in done
+    ]
     context: dict[str, Any] = {"turns": views}
     if views:
         context["prev"] = views[-1]

@@ -266,6 +266,10 @@ class _View:
     agent_calls: list[str]
     numbers: list[int] = field(default_factory=list)  # each call's original number
     dropped: int = 0  # tool calls cut from the middle of the trajectory
+    # A command-line agent's workspace (bat.agents): what it did to the files is most of
+    # what a coding agent did, so the judge sees the changed paths and the diff.
+    changes: str | None = None
+    diff: str | None = None
 
     @classmethod
     def of(cls, episode: EpisodeResult, task: TaskSpec | None) -> _View:
@@ -292,6 +296,7 @@ class _View:
             calls=calls,
             agent_calls=[c.name for c in episode.trace.agent_calls],
             numbers=list(range(1, len(calls) + 1)),
+            **_workspace_parts(episode),
         )
 
     def render(self) -> str:
@@ -327,13 +332,17 @@ class _View:
             lines.append(call.line(number))
         if self.agent_calls:
             lines += ["", "## Calls to other agents", _literal(", ".join(self.agent_calls))]
+        if self.changes is not None:
+            lines += ["", "## Changes to the workspace", self.changes]
+            lines += ["", "## Diff of the workspace", _literal(self.diff or "(none)")]
         lines += ["END EPISODE", "", USER_TAIL]
         return "\n".join(lines)
 
     def fit(self, budget: int) -> str:
         """The rendering, cut as needed (least important first) to stay within ``budget``."""
         text = self.render()
-        for step in (self._trim_calls, self._drop_calls, self._trim_outputs, self._trim_inputs):
+        steps = (self._trim_diff, self._trim_calls, self._drop_calls, self._trim_outputs)
+        for step in (*steps, self._trim_inputs):
             for _ in range(3):  # escapes make a literal longer than its text: re-measure
                 if len(text) <= budget:
                     return text
@@ -349,6 +358,12 @@ class _View:
         if all(n <= cap for n in lengths):
             return None
         return [trim_text(t, cap) for t in texts]
+
+    def _trim_diff(self, excess: int) -> bool:
+        if not self.diff or len(self.diff) <= TRAJECTORY_FLOOR:
+            return False
+        self.diff = trim_text(self.diff, max(TRAJECTORY_FLOOR, len(self.diff) - excess))
+        return True
 
     def _trim_calls(self, excess: int) -> bool:
         texts = [c.args for c in self.calls] + [c.result for c in self.calls]
@@ -393,3 +408,19 @@ class _View:
         if self.expected_outcome:
             self.expected_outcome = cut[-1]
         return True
+
+
+def _workspace_parts(episode: EpisodeResult) -> dict[str, Any]:
+    space = episode.trace.workspace
+    if space is None:
+        return {}
+    changes = space.changes
+    listed = [
+        f"{word}: {', '.join(paths) if paths else '(none)'}"
+        for word, paths in (
+            ("created", changes.created),
+            ("modified", changes.modified),
+            ("deleted", changes.deleted),
+        )
+    ]
+    return {"changes": _literal("; ".join(listed)), "diff": space.git_diff}

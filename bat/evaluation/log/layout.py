@@ -91,6 +91,16 @@ def retried_path(model_dir: Path, episode: Path, n: int) -> Path:
     return model_dir / RETRIED_DIR / f"{episode.stem}.{n}.json"
 
 
+def raw_output_dir(model_dir: Path, stem: str, attempt: int) -> Path:
+    """A command-line agent's episode: each turn's stdout (``turn-N.out``) and stderr."""
+    return model_dir / "raw" / f"{stem}.{attempt}"
+
+
+def kept_workspace(model_dir: Path, stem: str, attempt: int) -> Path:
+    """Where a command-line agent's workspace is kept (``workspace.keep``)."""
+    return model_dir / "workspaces" / f"{stem}.{attempt}"
+
+
 def spans_file(model_dir: Path) -> Path:
     return model_dir / SPANS_FILE
 

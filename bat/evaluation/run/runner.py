@@ -377,7 +377,7 @@ class EpisodeRunner:
             ended_at=now_iso(),
             cold=observed.cold,
         )
-        result.verdict = judge_episode(item.task.expected, result)
+        result.verdict = judge_episode(item.task.expected, result, item.task.turn_expected)
         if observed.after_verdict is not None:
             kept = observed.after_verdict(result.verdict.passed)
             if kept is not None and result.trace.workspace is not None:

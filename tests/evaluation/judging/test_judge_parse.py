@@ -272,3 +272,21 @@ def test_a_failed_judge_leaves_the_others_scores():
     everyone = combine(RUBRIC_VERSION, {"x:a": Outcome(None, "boom")})
     assert everyone.error == "boom"
     assert all(d.score is None for d in everyone.dimensions.values())
+
+
+def test_a_command_line_agents_workspace_is_shown_to_the_judge_and_cut_first():
+    from bat.evaluation.log.episode import FileChanges, WorkspaceRecord
+
+    diff = (
+        "diff --git a/window.py b/window.py\n-    return xs[i:i + n - 1]\n+    return xs[i:i + n]\n"
+    )
+    space = WorkspaceRecord(
+        source="repo", changes=FileChanges(modified=["window.py"]), git_diff=diff * 400
+    )
+    prompt = build_prompt(episode(workspace=space), TASK)
+    assert "## Changes to the workspace" in prompt.user
+    assert "modified: window.py" in prompt.user and "created: (none)" in prompt.user
+    assert "+    return xs[i:i + n]" in prompt.user
+    assert len(prompt.user) <= 12000  # the long diff was cut to the budget
+    assert "It is sunny in Rome." in prompt.user  # before anything else was
+    assert "## Changes to the workspace" not in build_prompt(episode(), TASK).user
