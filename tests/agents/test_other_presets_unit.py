@@ -1,8 +1,9 @@
 """The ``gemini``, ``opencode`` and ``aider`` presets: their commands (argv, environment,
-files), and reading. opencode's reading is tested on what opencode 1.18.33 really printed
-against bat's scripted model (tests/agents/data/opencode, recorded as its README says);
-Gemini CLI's and aider's on the shapes their documentation gives (neither is installed
-by .ci/coding_agents.sh). Hypothesis checks that no reader ever raises."""
+files), and reading. opencode's and aider's reading is tested on what opencode 1.18.33 and
+aider 0.86.2 really printed against bat's scripted model (tests/agents/data/opencode and
+.../aider, recorded as their READMEs say); Gemini CLI's on the shapes its documentation
+gives (it speaks Google's API, which the scripted model does not). None of the three is
+installed by .ci/coding_agents.sh. Hypothesis checks that no reader ever raises."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from bat.agents.presets.aider import Aider
 from bat.agents.presets.gemini import Gemini
 from bat.agents.presets.opencode import Opencode
 
-DATA = Path(__file__).parent / "data" / "opencode"
+DATA = Path(__file__).parent / "data"
 SCRIPTED = ModelTarget(
     provider="openai",
     model="scripted",
@@ -41,9 +42,9 @@ def _turn(agent, message="hi", index=0, session=None, model=SCRIPTED) -> TurnInp
     )
 
 
-def _recorded(name: str) -> tuple[str, str]:
-    err = DATA / f"{name}.err"
-    return (DATA / f"{name}.out").read_text(), err.read_text() if err.exists() else ""
+def _recorded(name: str, cli: str = "opencode") -> tuple[str, str]:
+    err = DATA / cli / f"{name}.err"
+    return (DATA / cli / f"{name}.out").read_text(), err.read_text() if err.exists() else ""
 
 
 @pytest.mark.parametrize(
@@ -216,7 +217,7 @@ def test_aider_command_keeps_its_files_out_of_the_workspace():
     agent = Aider()
     first = agent.invocation(_turn(agent, "--yes-always -x"))
     assert first.argv[:3] == ["aider", "--message", "--yes-always -x"]
-    for flag in ("--no-auto-commits", "--no-gitignore", "--yes-always", "--analytics-disable"):
+    for flag in ("--no-auto-commits", "--yes-always", "--analytics-disable", "--no-check-update"):
         assert flag in first.argv
     history = first.argv[first.argv.index("--chat-history-file") + 1]
     assert history.startswith("/h/") and "--restore-chat-history" not in first.argv
@@ -224,23 +225,39 @@ def test_aider_command_keeps_its_files_out_of_the_workspace():
     assert first.env["OPENAI_API_BASE"] == "http://127.0.0.1:9/v1"
     assert first.env["OPENAI_API_KEY"] == "sk-1"
     assert first.env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+    metadata = first.argv[first.argv.index("--model-metadata-file") + 1]
+    assert metadata == "/h/.aider.model.metadata.json"
+    assert "openai/scripted" in json.loads(first.files[".aider.model.metadata.json"])
+    assert "--no-git" in first.argv  # bat reads the changes; aider commits nothing
     assert "--restore-chat-history" in agent.invocation(_turn(agent, index=1)).argv
 
 
-def test_aider_reads_its_reply_usage_and_litellm_errors():
-    stdout = (
-        "Aider v0.86.2\nModel: openai/scripted with whole edit format\nGit repo: none\n"
-        "Repo-map: disabled\n\nI made hello.txt.\n\nhello.txt\n```\nhi\n```\n\n"
-        "Tokens: 2.1k sent, 25 received.\nApplied edit to hello.txt\n"
-    )
-    out = Aider().read(stdout, "", 0)
-    assert out.error is None and out.tool_calls == []
-    assert out.reply.startswith("I made hello.txt.") and "Tokens" not in out.reply
-    assert (out.usage.prompt_tokens, out.usage.completion_tokens) == (2100, 25)
-    failed = Aider().read("litellm.AuthenticationError: Incorrect API key\n", "", 0)
-    assert failed.error.kind == "authentication_failed" and failed.reply == ""
-    gone = Aider().read("", "litellm.APIConnectionError: Connection refused", 1)
-    assert gone.error.kind == "model_error"
+def test_aider_reads_its_reply_and_usage_and_no_tool_calls():
+    out = Aider().read(*_recorded("wrote", "aider"), 0)
+    assert out.error is None and out.tool_calls == [] and out.session is None
+    assert out.reply.startswith("I made hello.txt.\n\nhello.txt\n```\nhi there\n```")
+    assert "Tokens" not in out.reply and "Aider v" not in out.reply and "Applied" not in out.reply
+    assert (out.usage.prompt_tokens, out.usage.completion_tokens) == (594, 15)
+    resumed = Aider().read(*_recorded("resumed", "aider"), 0)
+    assert resumed.reply == "You said apples."
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "words"),
+    [
+        ("unauthorized", "authentication_failed", "AuthenticationError"),
+        ("connection_refused", "model_error", "Connection"),
+    ],
+)
+def test_aider_errors_are_litellms_words_though_it_exits_0(name, kind, words):
+    out = Aider().read(*_recorded(name, "aider"), 0)
+    assert out.error is not None and out.error.kind == kind and words in out.error.message
+    assert out.reply == ""
+
+
+def test_aider_rate_limit_words():
+    out = Aider().read("", "litellm.RateLimitError: RateLimitError: 429 slow down", 0)
+    assert out.error.kind == "rate_limited"
 
 
 # --- never raising -----------------------------------------------------------------------

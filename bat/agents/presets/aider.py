@@ -2,34 +2,38 @@
 
 A turn runs::
 
-    aider --message MESSAGE --yes-always --no-auto-commits --no-dirty-commits --no-gitignore
-          --map-tokens 0 --no-pretty --no-fancy-input --no-check-update
-          --no-show-release-notes --analytics-disable --no-show-model-warnings
+    aider --message MESSAGE --yes-always --no-git --no-auto-commits --map-tokens 0
+          --no-pretty --no-fancy-input --no-check-update --no-show-release-notes
+          --analytics-disable --no-show-model-warnings
           --chat-history-file HOME/.aider.chat.history.md
           --input-history-file HOME/.aider.input.history
-          [--model openai/MODEL] [--restore-chat-history]
+          [--model openai/MODEL --model-metadata-file HOME/...] [--restore-chat-history]
 
 aider edits files through *edit blocks in its reply text*, not tool calls: there are no
 events, so a turn's tool calls are none, what it did to the files is the workspace diff
 bat reads anyway, and the reply is what it printed, less its own banner and token lines.
 ``--yes-always`` answers its questions (create this file? run this?) without a person;
-it never commits (bat reads changes on its own index), never adds ``.aider*`` to
-``.gitignore``, and keeps its histories in the private HOME, not the workspace, so the
+``--no-git``: it never commits nor touches ``.gitignore`` (bat reads the changes on its
+own index), and it keeps its histories in the private HOME, not the workspace, so the
 diff holds only the agent's edits. A later turn restores the chat history of the
 episode's HOME (``--restore-chat-history``): aider has no session ids.
 
 The model: aider calls models through litellm; a ``base_url`` (bat's scripted model,
-any OpenAI chat server) goes to ``OPENAI_API_BASE`` with ``--model openai/MODEL``; a
-model without one is given as named. ``LITELLM_LOCAL_MODEL_COST_MAP`` keeps litellm from
-downloading its model list at start.
+any OpenAI chat server) goes to ``OPENAI_API_BASE`` with ``--model openai/MODEL``, and
+a model metadata file in the private HOME describes that model, so aider does not
+download litellm's price list to look it up; a model without a base_url is given as
+named. ``LITELLM_LOCAL_MODEL_COST_MAP`` keeps litellm's own list local too.
 
 Errors are read from litellm's words on stdout and stderr (``AuthenticationError``,
-``RateLimitError``, ``APIConnectionError``...). Not run for real by bat's tests (it is
-not installed by .ci/coding_agents.sh): its command and its reading are unit-tested.
+``RateLimitError``, ``InternalServerError`` for a refused connection, which aider retries
+for about 80 s). aider 0.86.2 was run for real against bat's scripted model while this
+preset was written (tests/agents/data/aider); bat's CI does not install it (a PyPI
+package with many dependencies), so its tests read that recorded output.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -47,9 +51,8 @@ from bat.evaluation.log.episode import AgentError, Usage
 EDIT_FORMATS = ("default", "whole", "diff", "udiff")
 FLAGS = [
     "--yes-always",
+    "--no-git",
     "--no-auto-commits",
-    "--no-dirty-commits",
-    "--no-gitignore",
     "--map-tokens",
     "0",
     "--no-pretty",
@@ -60,9 +63,22 @@ FLAGS = [
     "--no-show-model-warnings",
 ]
 HISTORY = ".aider.chat.history.md"
+METADATA = ".aider.model.metadata.json"
+# What litellm is told of a model at a base_url (it knows none of them): a chat model
+# with generous limits and no price. Given, aider looks nothing up on the network.
+SERVED = {
+    "max_tokens": 8192,
+    "max_input_tokens": 128000,
+    "max_output_tokens": 8192,
+    "input_cost_per_token": 0,
+    "output_cost_per_token": 0,
+    "litellm_provider": "openai",
+    "mode": "chat",
+}
 # aider's own lines around the reply: its banner, its notes, its token report.
 OWN_LINE = re.compile(
-    r"^(Aider v\d|Model:|Main model:|Weak model:|Editor model:|Git repo:|Repo-map:|Use /help|"
+    r"^(Aider v\d|Analytics have been|Model:|Main model:|Weak model:|Editor model:|"
+    r"Git repo:|Repo-map:|Use /help|"
     r"Added .* to the chat|Restored previous conversation history|Tokens: |Cost: |"
     r"Applied edit to |Creating empty file |Warning: |Newer aider version)"
 )
@@ -115,11 +131,15 @@ class Aider(CliAgent):
             argv += ["--edit-format", options["edit_format"]]
         model = turn.model
         env = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        files: dict[str, str] = {}
         if model.model:
             named = model.model
             if model.base_url and not named.startswith("openai/"):
                 named = f"openai/{named}"
             argv += ["--model", named]
+            if model.base_url:
+                files[METADATA] = json.dumps({named: SERVED}, indent=2) + "\n"
+                argv += ["--model-metadata-file", str(home / METADATA)]
         if model.base_url:
             env["OPENAI_API_BASE"] = model.base_url
         for key in self.key_variables:
@@ -128,7 +148,7 @@ class Aider(CliAgent):
         if turn.index > 0:
             argv += ["--restore-chat-history"]
         argv += options["extra_args"]
-        return Invocation(argv=argv, env=env)
+        return Invocation(argv=argv, env=env, files=files)
 
     def read(self, stdout: str, stderr: str, exit_code: int | None) -> TurnOutput:
         text = stdout[-4 * MAX_TEXT :]

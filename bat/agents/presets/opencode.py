@@ -19,7 +19,9 @@ and web fetches denied) and turns sharing and updates off.
 Offline: ``OPENCODE_DISABLE_MODELS_FETCH``, ``..._AUTOUPDATE``, ``..._LSP_DOWNLOAD``,
 ``..._DEFAULT_PLUGINS`` and ``..._SHARE``; and opencode installs its plugin package into
 its config folder at every start, so ``npm_config_registry`` points that install at
-127.0.0.1, where it fails at once instead of reaching a registry.
+127.0.0.1, where it fails at once instead of reaching a registry. opencode retries a
+failed model call, even a 401 or a refused connection, for about 75 s before it prints
+the ``error`` event: the turn timeout bounds that.
 
 What it prints (``--format json``): one object a line, each with ``sessionID``:
 ``step_start``; ``text`` (``part.text``); ``tool_use`` (``part.tool``, ``part.callID``,
