@@ -187,6 +187,9 @@ EnvMap = Annotated[dict[str, str], BeforeValidator(env_map)]
 
 # The wire protocols the scripted model speaks (a model's ``script:``).
 SCRIPTED_PROVIDERS = ("openai", "ollama")
+# A models: entry's script may also speak Anthropic's Messages API, for command-line
+# agents such as Claude Code (a judge, and a BAT-ADK agent, speak the two above).
+MODEL_SCRIPTED_PROVIDERS = (*SCRIPTED_PROVIDERS, "anthropic")
 
 
 class _ProviderModel(_Strict):
@@ -211,14 +214,14 @@ class _ProviderModel(_Strict):
         return f"{self.provider}:{self.model}"
 
 
-def _scripted_provider(provider: str, base_url: str | None) -> None:
+def _scripted_provider(
+    provider: str, base_url: str | None, speaks: tuple[str, ...] = SCRIPTED_PROVIDERS
+) -> None:
     """A ``script:`` entry (a model's or a judge's) speaks a protocol the scripted model
-    speaks, and has no ``base_url`` of its own: bat serves the script."""
-    if provider not in SCRIPTED_PROVIDERS:
-        raise ValueError(
-            f"script: the scripted model speaks {' and '.join(SCRIPTED_PROVIDERS)}, "
-            f"not {provider!r}"
-        )
+    speaks for it, and has no ``base_url`` of its own: bat serves the script."""
+    if provider not in speaks:
+        words = f"{', '.join(speaks[:-1])} and {speaks[-1]}"
+        raise ValueError(f"script: the scripted model speaks {words}, not {provider!r}")
     if base_url is not None:
         raise ValueError("give script or base_url, not both: bat serves the script")
 
@@ -240,7 +243,7 @@ class ModelSpec(_ProviderModel):
     @model_validator(mode="after")
     def _script_speaks_the_provider(self) -> ModelSpec:
         if self.script is not None:
-            _scripted_provider(self.provider, self.base_url)
+            _scripted_provider(self.provider, self.base_url, MODEL_SCRIPTED_PROVIDERS)
         return self
 
     @field_validator("env")

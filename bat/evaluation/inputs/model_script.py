@@ -35,7 +35,11 @@ answers, and with none the reply is ``echo: <last user message>``::
   that it sent its history.
 * ``tool_calls``: the tools the model asks for, ``[{name, args}]`` (``reply`` optional,
   sent beside them). Such a rule never answers a conversation whose last message is a
-  tool result, so a tool loop ends.
+  tool result, so a tool loop ends. ``{cwd}`` in a string of ``args`` is the working
+  directory the agent's prompt states (a line ``Primary working directory: PATH`` or
+  ``Working directory: PATH``), for tools that want an absolute path (Claude Code's
+  ``Write``: ``{file_path: '{cwd}/notes.txt', content: hi}``); a run's workspace is a
+  fresh folder each episode, so a script cannot spell it out.
 * ``after_tool``: a tool name, or ``*`` for any: the rule answers only a conversation
   whose last message is that tool's result, its ``match``/``regex`` searched in the
   result.
@@ -72,6 +76,12 @@ from pydantic import (
 ECHO = "echo: {last}"
 PLACEHOLDER = re.compile(r"\{(last|first|user_count|message_count|result)\}")
 Messages = list[dict[str, Any]]
+# The working directory an agent's system prompt states (Claude Code: "Primary working
+# directory: /x"), for {cwd} in a tool call's arguments; the first such line counts.
+WORKING_DIRECTORY = re.compile(
+    r"(?im)^[\s*-]*(?:primary\s+)?working directory:[ \t]*(\S[^\n]*?)\s*$"
+)
+CWD = "{cwd}"
 LONGEST_DELAY_MS = 600_000  # ten minutes: longer than any turn timeout worth testing
 
 
@@ -285,6 +295,31 @@ class Conversation:
             "result": self.tool[1] if self.tool else "",
         }
         return PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+    @property
+    def cwd(self) -> str:
+        """The working directory the prompt states; "." when it states none."""
+        found = WORKING_DIRECTORY.search(self.prompt)
+        return found.group(1) if found else "."
+
+    def calls(self, rule: Rule | None) -> list[ToolCall]:
+        """The tool calls ``rule`` asks for, ``{cwd}`` in their arguments filled in."""
+        calls = rule.tool_calls if rule is not None else []
+        if not any(CWD in call.arguments for call in calls):
+            return calls
+        cwd = self.cwd
+        return [call.model_copy(update={"args": _filled(call.args, cwd)}) for call in calls]
+
+
+def _filled(value: Any, cwd: str) -> Any:
+    """``value`` with ``{cwd}`` replaced in every string it holds."""
+    if isinstance(value, str):
+        return value.replace(CWD, cwd)
+    if isinstance(value, list):
+        return [_filled(item, cwd) for item in value]
+    if isinstance(value, dict):
+        return {key: _filled(item, cwd) for key, item in value.items()}
+    return value
 
 
 def tool_result(messages: Messages) -> tuple[str, str] | None:

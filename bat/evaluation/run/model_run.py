@@ -108,8 +108,8 @@ def scripted_model(
     resolved: ResolvedConfig, model: ModelSpec | None, record: ModelRecord, say: Say
 ) -> Iterator[ModelSpec | None]:
     """``model``, or with a ``script``, the model served by bat for the block: the same
-    entry pointed at the scripted model (BASE_URL, and a placeholder key for an OpenAI
-    client, which refuses to start without one)."""
+    entry pointed at the scripted model (BASE_URL, and a placeholder key for an OpenAI or
+    Anthropic client, which refuses to start without one)."""
     if model is None or model.script is None:
         yield model
         return
@@ -124,8 +124,10 @@ def scripted_model(
 
     with serving(resolved.base / model.script) as address:
         base_url = f"{address}/v1" if model.provider == "openai" else address
+        # A client refuses to start without its key; an Anthropic client adds /v1 itself.
+        keys = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
         key = (
-            {"OPENAI_API_KEY": "scripted-model-needs-no-key"} if model.provider == "openai" else {}
+            {keys[model.provider]: "scripted-model-needs-no-key"} if model.provider in keys else {}
         )
         say(f"[{record.label}] scripted model from {model.script} at {base_url}")
         yield model.model_copy(update={"base_url": base_url, "env": {**key, **model.env}})

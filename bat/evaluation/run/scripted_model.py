@@ -8,7 +8,9 @@ check of its wiring, runs offline and gets the same answers every time:
 
 * OpenAI chat completions: ``POST /v1/chat/completions`` (JSON, or SSE chunks ending with
   ``data: [DONE]`` when ``"stream": true``) and ``GET /v1/models``;
-* Ollama: ``POST /api/chat`` (JSON, or NDJSON lines: Ollama streams unless told not to).
+* Ollama: ``POST /api/chat`` (JSON, or NDJSON lines: Ollama streams unless told not to);
+* Anthropic messages: ``POST /v1/messages`` (JSON, or SSE events when ``"stream": true``)
+  and ``POST /v1/messages/count_tokens`` (:mod:`bat.evaluation.run.wire_anthropic`).
 
 Each route is a small method of :class:`ScriptedModel`; each protocol is a :class:`Wire`,
 which words a reply and an error its own way. Deterministic: a fixed clock and counted
@@ -50,6 +52,7 @@ from starlette.routing import Route
 
 from bat.errors import OperationError
 from bat.evaluation.inputs.model_script import Conversation, Rule, Rules, RuleTooSlow, ToolCall
+from bat.evaluation.run import wire_anthropic
 
 HOST = "127.0.0.1"
 # A fixed clock and counted ids instead of time and random ids: identical request
@@ -86,7 +89,7 @@ class Answer:
     @classmethod
     def of(cls, rule: Rule | None, conversation: Conversation) -> Answer:
         reply = conversation.reply(rule)
-        calls = rule.tool_calls if rule is not None else []
+        calls = conversation.calls(rule)
         return cls(reply, calls, usage_of(conversation, reply, len(calls)))
 
 
@@ -95,6 +98,8 @@ class Wire(NamedTuple):
 
     answer: Callable[[Chat, Answer], Response]
     error: Callable[[str, int], Response]
+    # the body's conversation in OpenAI's shape (what the rules read); None: its "messages"
+    messages: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
 
 
 def pieces(text: str) -> list[str]:
@@ -212,6 +217,7 @@ def ollama_error(message: str, status: int) -> Response:
 
 OPENAI = Wire(openai_answer, openai_error)
 OLLAMA = Wire(ollama_answer, ollama_error)
+ANTHROPIC = Wire(wire_anthropic.answer, wire_anthropic.error, wire_anthropic.messages)
 
 
 # --- the server ------------------------------------------------------------------------
@@ -236,6 +242,8 @@ class ScriptedModel:
             Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
             Route("/v1/models", self.list_models, methods=["GET"]),
             Route("/api/chat", self.ollama_chat, methods=["POST"]),
+            Route("/v1/messages", self.anthropic_messages, methods=["POST"]),
+            Route("/v1/messages/count_tokens", self.count_tokens, methods=["POST"]),
         ]
 
     def app(self) -> Starlette:
@@ -246,6 +254,16 @@ class ScriptedModel:
 
     async def ollama_chat(self, request: Request) -> Response:
         return await self.chat(request, OLLAMA)
+
+    async def anthropic_messages(self, request: Request) -> Response:
+        return await self.chat(request, ANTHROPIC)
+
+    async def count_tokens(self, request: Request) -> Response:
+        try:
+            chat = await read_chat(request, self.count(request), ANTHROPIC)
+        except BadRequest as exc:
+            return ANTHROPIC.error(str(exc), 400)
+        return wire_anthropic.count_tokens(chat.conversation.prompt)
 
     async def list_models(self, request: Request) -> Response:
         self.count(request)
@@ -263,7 +281,7 @@ class ScriptedModel:
         its delay."""
         number = self.count(request)
         try:
-            chat = await read_chat(request, number)
+            chat = await read_chat(request, number, wire)
         except BadRequest as exc:
             return wire.error(str(exc), 400)
         self.models.add(chat.model)
@@ -288,13 +306,18 @@ class ScriptedModel:
         return None
 
 
-async def read_chat(request: Request, number: int) -> Chat:
-    """The chat of a request; BadRequest if its body is unusable."""
+async def read_chat(request: Request, number: int, wire: Wire = OPENAI) -> Chat:
+    """The chat of a request in ``wire``'s protocol; BadRequest if its body is unusable."""
     try:
         body = await request.json()
     except ValueError as exc:
         raise BadRequest(f"body is not JSON: {exc}") from exc
     messages = body.get("messages") if isinstance(body, dict) else None
+    if wire.messages is not None and isinstance(body, dict):
+        try:
+            messages = wire.messages(body)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
         raise BadRequest("'messages' must be a list of objects")
     model = str(body.get("model") or DEFAULT_MODEL)

@@ -142,8 +142,8 @@ def test_a_script_is_served_by_bat_and_the_agent_pointed_at_it(tmp_path, bat, ho
     ("entry", "words"),
     [
         (
-            {"provider": "anthropic", "model": "m", "script": "rules.yaml"},
-            "script: the scripted model speaks openai and ollama, not 'anthropic'",
+            {"provider": "gemini", "model": "m", "script": "rules.yaml"},
+            "script: the scripted model speaks openai, ollama and anthropic, not 'gemini'",
         ),
         (
             {"provider": "openai", "model": "m", "script": "rules.yaml", "base_url": "http://x/v1"},
