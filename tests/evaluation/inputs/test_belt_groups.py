@@ -182,6 +182,15 @@ def test_every_problem_of_every_file_is_listed_at_once(tmp_path):
     ]
 
 
+def test_a_wrong_config_does_not_hide_the_scenarios_problems(tmp_path):
+    group(tmp_path, {"agent": 3, "working_dir": "repo"}, a=scenario("b"))
+    found = problems(tmp_path)
+    assert found[1:] == [
+        f"{tmp_path}/_config.json: agent (line 2): expected the agent's name (text)",
+        f"{tmp_path}/a.json: name (line 2): 'b': a scenario's name is its file's name ('a')",
+    ]
+
+
 def test_a_folder_without_groups_says_what_a_group_is(tmp_path):
     write(tmp_path, "a.json", scenario("a"))
     (message,) = problems(tmp_path)
