@@ -354,6 +354,7 @@ def traced_run(claude, tmp_path_factory):
                 "file_contains": {"hello.txt": "hello from bat"},
                 "tools_invoked": ["Write"],
                 "output_must_contain": ["Wrote it"],
+                "no_errors": True,
             },
         },
         {
