@@ -161,7 +161,7 @@ def test_the_judge_sees_the_rendered_turn():
         (["a", "{{ turn_0.output }}"], "turn 2: '{{ turn_0.output }}' uses an unknown variable"),
         (["a", "{{ answer }}"], "turn 2: '{{ answer }}' uses an unknown variable 'answer'"),
         (["a", "{{ range(3) }}"], "unknown variable 'range'"),
-        (["a", "{{ prev.git_diff }}"], "turn 2: '{{ prev.git_diff }}': unknown field 'git_diff'"),
+        (["a", "{{ prev.diff }}"], "turn 2: '{{ prev.diff }}': unknown field 'diff'"),
         (["a", "{{ turns[0].nope }}"], "unknown field 'nope'"),
         (["a", "{% for t in turns %}{{ t.nope }}{% endfor %}"], "'{{ t.nope }}': unknown field"),
         (["a", "{{ prev }}"], "turn 2: '{{ prev }}': prev is a turn; name one of its fields"),
@@ -194,7 +194,7 @@ def write_tasks(project, tasks):
     ("turn", "problem"),
     [
         ("{{ turns[3].output }}", "'{{ turns[3].output }}' refers to a later turn"),
-        ("{{ prev.git_diff }}", "unknown field 'git_diff'"),
+        ("{{ prev.diff }}", "unknown field 'diff'"),
         ("{{ ''.__class__ }}", "'__class__' is not allowed"),
         ("{{ oops", "template syntax error"),
     ],
