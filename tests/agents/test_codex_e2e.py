@@ -31,7 +31,7 @@ RULES = [
     {
         "match": "make hello",
         "tool_calls": [
-            {"name": "exec_command", "args": {"cmd": "printf 'hi there\\n' > hello.txt"}}
+            {"name": "exec_command", "args": {"cmd": "printf 'hi there\\n' > {cwd}/hello.txt"}}
         ],
     },
     # Only a conversation holding the first turn answers the second: a resumed session.
@@ -124,7 +124,7 @@ def test_a_file_made_a_resumed_turn_and_no_connection_beyond_loopback(codex, tmp
     assert made["status"] == "completed" and made["verdict"]["passed"], made["verdict"]
     (call,) = made["trace"]["tool_calls"]
     assert call["name"] == "command_execution" and call["error"] is False
-    assert "hello.txt" in call["args"]["command"]
+    assert "/hello.txt" in call["args"]["command"] and "{cwd}" not in call["args"]["command"]
     assert made["trace"]["workspace"]["changes"]["created"] == ["hello.txt"]
     assert made["trace"]["usage"]["prompt_tokens"] > 0
 

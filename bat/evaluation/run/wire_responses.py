@@ -14,11 +14,13 @@ request is translated first (:func:`messages`): ``instructions`` and ``developer
 ``system`` messages go first as the system text, and so do the user messages the client
 fills with its own context, wholly wrapped in one tag (Codex's ``<environment_context>``
 with the working directory, sandbox and date), so ``{last}``, ``{first}`` and ``match``
-see what the user wrote; a ``function_call`` item is an assistant's tool call and a
-``function_call_output`` item its result (for ``after_tool``), matched by ``call_id``;
-reasoning items are skipped. A rule's ``tool_calls`` become ``function_call`` output
-items under the rule's names: Codex 0.171 offers ``exec_command`` (``{"cmd": "..."}``,
-run in the turn's working directory) to a model it has no metadata for.
+see what the user wrote; its ``<cwd>`` is restated as a ``Working directory:`` line, so
+``{cwd}`` in a rule's arguments is the agent's workspace; a ``function_call`` item is
+an assistant's tool call and a ``function_call_output`` item its result (for
+``after_tool``), matched by ``call_id``; reasoning items are skipped. A rule's
+``tool_calls`` become ``function_call`` output items under the rule's names: Codex 0.171
+offers ``exec_command`` (``{"cmd": "..."}``, run in the turn's working directory) to a
+model it has no metadata for.
 
 Pure functions of the request and the script's answer: the server
 (:mod:`bat.evaluation.run.scripted_model`) routes, counts and chooses the rule.
@@ -41,6 +43,8 @@ Messages = list[dict[str, Any]]
 CREATED = 1_700_000_000  # the server's fixed clock: identical requests, identical replies
 # A user message that is one tagged block of the client's own context, not the user's words.
 CONTEXT = re.compile(r"^\s*<([A-Za-z_][\w-]*)>.*</\1>\s*$", re.S)
+# The working directory in Codex's context, restated as the line ``{cwd}`` reads.
+CWD = re.compile(r"<cwd>([^<\n]+)</cwd>")
 ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 429: "rate_limit_error"}
 
 
@@ -60,6 +64,9 @@ def messages(body: dict[str, Any]) -> Messages:
             role, text = item.get("role"), _text(item.get("content"))
             if role in ("system", "developer") or (role == "user" and CONTEXT.match(text)):
                 system.append(text)
+                where = CWD.search(text)
+                if where:
+                    system.append(f"Working directory: {where.group(1).strip()}")
             elif role in ("user", "assistant"):
                 turns.append({"role": role, "content": text})
         elif kind in ("function_call", "custom_tool_call"):

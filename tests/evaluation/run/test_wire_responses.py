@@ -142,6 +142,7 @@ def test_the_translation_read_by_the_rules():
     assert conversation.users == ("hi",)
     assert conversation.tool == ("exec_command", "out")
     assert "be brief" in conversation.prompt and "<cwd>/work/x</cwd>" in conversation.prompt
+    assert conversation.cwd == "/work/x"
     rules = Rules.from_data(RULES)
     assert rules.first(conversation).reply == "Ran: {result}"
 
