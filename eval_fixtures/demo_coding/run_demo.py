@@ -79,9 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         code = subprocess.run([*program, "eval.run"], cwd=out, check=False).returncode
     except KeyboardInterrupt:
         return 130
-    reports = sorted((out / "eval" / "output").glob("*/report.html"))
-    if reports:
-        print(f"report: {reports[-1]}")
+    report = out / "eval" / "output" / "report.html"
+    if report.is_file():
+        print(f"report: {report}")
     return code
 
 
