@@ -213,6 +213,10 @@ def ask_model(messages: list[dict[str, Any]]) -> dict[str, Any]:
         raise ModelError("timeout", f"no answer from the model in {MODEL_TIMEOUT_S} s") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError):
+            raise ModelError(
+                "timeout", f"no answer from the model in {MODEL_TIMEOUT_S} s"
+            ) from None
         raise ModelError("model_error", f"cannot reach {base_url}: {reason}") from None
     except ValueError:
         raise ModelError("model_error", "the model's answer is not JSON") from None
