@@ -41,7 +41,7 @@ MAX_STEPS = 20  # model calls of one turn
 MAX_FILE = 1_000_000  # characters a tool reads or writes
 MAX_OUTPUT = 20_000  # characters of a command's output the model gets
 RUN_TIMEOUT_S = 120
-MODEL_TIMEOUT_S = 300
+MODEL_TIMEOUT_S = float(os.environ.get("CODING_CLI_MODEL_TIMEOUT_S") or 300)
 SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SYSTEM = (
     "You are coding-cli, a small coding agent. Use the tools to read and change files "

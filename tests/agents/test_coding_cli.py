@@ -32,8 +32,8 @@ def _script(url: str, rules: list[dict]) -> None:
     answer.raise_for_status()
 
 
-def _cli(cwd: Path, home: Path, url: str, *args: str) -> tuple[int, list[dict], str]:
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "BAT_MODEL": "m"}
+def _cli(cwd: Path, home: Path, url: str, *args: str, **more: str) -> tuple[int, list[dict], str]:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "BAT_MODEL": "m", **more}
     env["BAT_MODEL_BASE_URL"] = f"{url}/v1"
     proc = subprocess.run(
         [sys.executable, CLI, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
@@ -59,6 +59,12 @@ def test_a_refused_connection_is_a_model_error(tmp_path):
     code, events, _ = _cli(tmp_path, tmp_path, f"http://127.0.0.1:{free_port()}", "hello")
     assert code == 1 and events[-1]["kind"] == "model_error"
     assert "cannot reach" in events[-1]["message"]
+
+
+def test_a_model_slower_than_the_cli_waits_is_a_timeout(model, tmp_path):
+    _script(model, [{"delay_ms": 3000, "reply": "late"}])
+    code, events, _ = _cli(tmp_path, tmp_path, model, "hello", CODING_CLI_MODEL_TIMEOUT_S="0.5")
+    assert code == 1 and events[-1]["kind"] == "timeout"
 
 
 def test_paths_out_of_the_working_directory_are_refused(model, tmp_path):
