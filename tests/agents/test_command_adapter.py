@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from tests.conftest import REPO
+from tests.evalkit import free_port
 
 CLI = str(REPO / "eval_fixtures" / "coding_cli.py")
 
@@ -204,3 +205,17 @@ def test_a_hanging_cli_is_stopped_at_the_turn_timeout_with_its_process_group(bat
     while (_alive(shell) or _alive(cli)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(shell) and not _alive(cli)
+
+
+def test_a_model_nobody_answers_is_the_cli_agents_model_error(bat, tmp_path, home):
+    root = _project(tmp_path, [{"id": "dead", "turns": ["make notes"]}])
+    config = yaml.safe_load((root / "eval" / "eval.yaml").read_text())
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    entry = {"name": "dead", "provider": "openai", "model": "m1", "base_url": dead}
+    config["models"] = [{**entry, "env": {"OPENAI_API_KEY": "sk-test"}}]
+    (root / "eval" / "eval.yaml").write_text(yaml.safe_dump(config))
+    bat("eval.run", cwd=root)
+    (episode,) = _episodes(root).values()
+    assert episode["status"] == "error" and episode["agent_error"]["kind"] == "model_error"
+    assert "cannot reach" in episode["agent_error"]["message"]
+    assert episode["trace"]["turns"][0]["exit_code"] == 1
