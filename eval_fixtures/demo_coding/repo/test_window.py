@@ -1,4 +1,4 @@
-"""Checks of window.py; run with `python test_window.py` or `python -m pytest -q`."""
+"""Checks of window.py; run with `python3 test_window.py` (or pytest)."""
 
 from window import slice_window
 
@@ -12,6 +12,7 @@ def test_a_window_at_the_end():
 
 
 if __name__ == "__main__":
-    test_a_full_window()
-    test_a_window_at_the_end()
-    print("2 passed")
+    tests = [check for name, check in sorted(globals().items()) if name.startswith("test_")]
+    for check in tests:
+        check()
+    print(f"{len(tests)} passed")
