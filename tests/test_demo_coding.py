@@ -62,18 +62,22 @@ def test_the_demo_prints_where_its_report_is(demo):
     report = out / "eval" / "output" / "report.html"
     assert report.is_file() and f"report: {report}" in stdout
     assert "every gate passed" in stdout
-    assert "[fixes] 6/6 episodes passed" in stdout and "[breaks] 0/6 episodes passed" in stdout
+    assert "[fixes] 9/9 episodes passed" in stdout and "[breaks] 0/9 episodes passed" in stdout
 
 
 def test_the_fixing_model_passes_every_attempt(demo):
     _, run_dir, _ = demo
     totals = summary(run_dir, "fixes")["totals"]
-    assert totals["attempts"] == 6 and totals["passed"] == 6 and totals["pass_hat_k"] == 1
+    assert totals["attempts"] == 9 and totals["passed"] == 9 and totals["pass_hat_k"] == 1
     for episode in episodes(run_dir, "fixes").values():
         assert episode["status"] == "completed" and episode["verdict"]["passed"]
         if episode["task_id"] == "fix_bug":
             files = episode["trace"]["workspace"]["files"]
             assert "start : start + size]" in files["window.py"]
+        if episode["task_id"] == "fix_then_test":  # the second turn quoted the first's reply
+            first, second = episode["trace"]["turns"]
+            assert second["input"].startswith(f"You said: {first['output']}\n")
+            assert second["output"].endswith("3 passed\n")
 
 
 def _failed(episode: dict) -> set[str]:
@@ -83,7 +87,7 @@ def _failed(episode: dict) -> set[str]:
 def test_the_breaking_model_fails_each_scenario_for_its_reason(demo):
     _, run_dir, _ = demo
     totals = summary(run_dir, "breaks")["totals"]
-    assert totals["attempts"] == 6 and totals["passed"] == 0
+    assert totals["attempts"] == 9 and totals["passed"] == 0
     runs = episodes(run_dir, "breaks")
     for attempt in (1, 2, 3):
         fixed, explained = (
@@ -93,6 +97,11 @@ def test_the_breaking_model_fails_each_scenario_for_its_reason(demo):
         assert fixed["status"] == explained["status"] == "completed"  # failed, not errors
         assert _failed(fixed) == {"turn 1: file_contains:window.py", "turn 1: command_succeeds"}
         assert _failed(explained) == {"turn 1: files_unchanged"}
+        assert _failed(runs[f"fix_then_test__try{attempt}.json"]) == {
+            "turn 1: command_succeeds",
+            "turn 2: command_succeeds",
+            "turn 2: no_errors",
+        }
         assert fixed["trace"]["workspace"]["kept"]  # a failed episode's clone, to look at
     gates = json.loads((run_dir / "gates.json").read_text())
     assert gates["passed"] and {gate["model"] for gate in gates["gates"]} == {"fixes"}
