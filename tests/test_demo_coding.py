@@ -19,10 +19,6 @@ import pytest
 from tests.conftest import REPO
 from tests.evalkit import episodes, summary
 
-pytest.importorskip(
-    "bat.evaluation.inputs.belt_groups", reason="belt scenario groups are not on this branch"
-)
-
 DEMO = REPO / "eval_fixtures" / "demo_coding"
 
 
