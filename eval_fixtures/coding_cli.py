@@ -26,6 +26,7 @@ the model is wherever the base URL says, and nowhere else.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -41,6 +42,7 @@ MAX_STEPS = 20  # model calls of one turn
 MAX_FILE = 1_000_000  # characters a tool reads or writes
 MAX_OUTPUT = 20_000  # characters of a command's output the model gets
 RUN_TIMEOUT_S = 120
+MAX_SESSION = 50_000_000  # bytes of a session file resumed
 MODEL_TIMEOUT_S = float(os.environ.get("CODING_CLI_MODEL_TIMEOUT_S") or 300)
 SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 SYSTEM = (
@@ -236,7 +238,11 @@ class Session:
         ]
         if resume:
             try:
+                if self.path.stat().st_size > MAX_SESSION:
+                    raise ModelError("refused", f"--resume {resume}: over {MAX_SESSION} bytes")
                 self.messages = json.loads(self.path.read_text(encoding="utf-8"))["messages"]
+                if not isinstance(self.messages, list):
+                    raise TypeError
             except (OSError, ValueError, KeyError, TypeError):
                 raise ModelError("refused", f"--resume {resume}: no such session") from None
 
@@ -292,6 +298,12 @@ def turn(session: Session, message: str, out: Output, root: Path, read_only: boo
     raise ModelError("unknown", f"no answer after {MAX_STEPS} model calls")
 
 
+def _save_quietly(session: Session) -> None:
+    """Keep what the turn got to (a real CLI's session survives a failed turn)."""
+    with contextlib.suppress(OSError):
+        session.save()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="coding_cli.py", description=__doc__.split("\n")[0])
     parser.add_argument("--resume", metavar="SESSION", help="continue this session")
@@ -309,11 +321,14 @@ def main(argv: list[str] | None = None) -> int:
     out.emit(type="session", id=session.id)
     try:
         turn(session, args.message, out, root, args.read_only)
+        session.save()
     except ModelError as exc:
         out.emit(type="error", kind=exc.kind, message=str(exc))
+        _save_quietly(session)
         return 1
-    finally:
-        session.save()
+    except OSError as exc:  # the session cannot be kept, a folder vanished: one line
+        out.emit(type="error", kind="unknown", message=f"{exc.__class__.__name__}: {exc}")
+        return 1
     out.finish()
     return 0
 
