@@ -101,3 +101,17 @@ def test_the_breaking_model_fails_each_scenario_for_its_reason(demo):
         assert fixed["trace"]["workspace"]["kept"]  # a failed episode's clone, to look at
     gates = json.loads((run_dir / "gates.json").read_text())
     assert gates["passed"] and {gate["model"] for gate in gates["gates"]} == {"fixes"}
+
+
+def test_an_out_folder_that_is_not_empty_is_refused_in_one_line(tmp_path):
+    (tmp_path / "taken.txt").write_text("mine")
+    proc = subprocess.run(
+        [sys.executable, str(DEMO / "run_demo.py"), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"error: --out {tmp_path}: not an empty folder\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["taken.txt"]

@@ -15,8 +15,9 @@ drawn as it ends) and the report's path is printed. The exit status is bat's: 0 
 gates (the fixing model passes every attempt) hold, 1 when one fails, 2 for bad input.
 
 bat runs as a child here, not in place of this process (as the first demo does), because
-the report's path is printed after it; a Ctrl-C reaches both, and bat stops what it
-started (the stand-in models, the CLI's process groups).
+the report's path is printed after it; a Ctrl-C reaches both, and this script waits
+while bat stops what it started (the stand-in models, the CLI's process groups), never
+killing it halfway.
 """
 
 from __future__ import annotations
@@ -75,10 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"demo folder: {out}", flush=True)
     bat = Path(sys.executable).with_name("bat")  # the console script beside this Python
     program = [str(bat)] if bat.is_file() else [sys.executable, "-m", "bat.cli"]
+    proc = subprocess.Popen([*program, "eval.run"], cwd=out)
     try:
-        code = subprocess.run([*program, "eval.run"], cwd=out, check=False).returncode
-    except KeyboardInterrupt:
-        return 130
+        code = proc.wait()
+    except KeyboardInterrupt:  # bat got the Ctrl-C too: let it stop what it started
+        code = proc.wait()
     report = out / "eval" / "output" / "report.html"
     if report.is_file():
         print(f"report: {report}")
