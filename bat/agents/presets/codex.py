@@ -19,8 +19,8 @@ Offline and bounded: a ``.codex/config.toml`` in the private HOME (Codex reads
 and no retries of a failed request or stream; feature ``unbounded_connection_retries``
 off, without which Codex waits for a model it cannot connect to forever ("Reconnecting...
 waiting for network"): a dead model is an error of the turn at once. It turns off what
-would reach beyond the model: plugins (Codex 0.171 looks up github.com and chatgpt.com for them at start), apps, analytics,
-update checks; approvals are ``never`` (nobody is there to answer one). With no
+would reach beyond the model: plugins (Codex 0.171 looks up github.com and chatgpt.com
+for them at start), apps, analytics, update checks; approvals are ``never`` (nobody is there to answer one). With no
 ``base_url`` (a ``models:`` entry without one) Codex uses its own provider and login.
 
 What it prints (``--json``) is one JSON object per line: ``thread.started`` (the thread
