@@ -21,7 +21,8 @@ off, without which Codex waits for a model it cannot connect to forever ("Reconn
 waiting for network"): a dead model is an error of the turn at once. It turns off what
 would reach beyond the model: plugins (Codex 0.171 looks up github.com and chatgpt.com
 for them at start), apps, analytics, update checks; approvals are ``never`` (nobody is
-there to answer one). With no ``base_url`` (a ``models:`` entry without one) Codex uses its own provider and login.
+there to answer one). With no ``base_url`` (a ``models:`` entry without one) Codex uses
+its own provider and login.
 
 What it prints (``--json``) is one JSON object per line: ``thread.started`` (the thread
 id a later turn resumes), ``turn.started``, ``item.started``/``item.completed`` for each
