@@ -112,6 +112,8 @@ class CliSession:
             return _infra(trace, "crash", f"the workspace could not be made: {exc.message}")
         observed: Observed | None = None
         try:
+            if space.resources:  # belt's resource_lock.json, beside the raw output
+                _write_lock(raw, space.resources)
             observed = await self._turns(space, turns, turn_timeout_s, templates, raw, trace)
             observed.trace.wall_time_s = round(time.monotonic() - started, 6)
             if observed.infra_error is None:
@@ -352,3 +354,12 @@ async def _in_thread(function, *args):
     import asyncio
 
     return await asyncio.to_thread(function, *args)
+
+
+def _write_lock(raw: Path, resources: list) -> None:
+    """Each resource installed in the workspace, with its sha256 (belt's lock file)."""
+    from bat.atomic import json_text, write_text_atomic
+
+    raw.mkdir(parents=True, exist_ok=True)
+    locks = [lock.model_dump(mode="json") for lock in resources]
+    write_text_atomic(raw / "resource_lock.json", json_text({"resources": locks}, indent=1))
