@@ -18,10 +18,11 @@ Offline and bounded: a ``.codex/config.toml`` in the private HOME (Codex reads
 ``wire_api = "responses"`` (``/v1/responses``), its key read from ``OPENAI_API_KEY``,
 and no retries of a failed request or stream; feature ``unbounded_connection_retries``
 off, without which Codex waits for a model it cannot connect to forever ("Reconnecting...
-waiting for network"): a dead model is an error of the turn at once. It turns off what would reach beyond the model: plugins
-(Codex 0.171 looks up github.com and chatgpt.com for them at start), apps, analytics,
-update checks; approvals are ``never`` (nobody is there to answer one). With no
-``base_url`` (a ``models:`` entry without one) Codex uses its own provider and login.
+waiting for network"): a dead model is an error of the turn at once. It turns off what
+would reach beyond the model: plugins (Codex 0.171 looks up github.com and chatgpt.com
+for them at start), apps, analytics, update checks; approvals are ``never`` (nobody is
+there to answer one). With no ``base_url`` (a ``models:`` entry without one) Codex uses
+its own provider and login.
 
 What it prints (``--json``) is one JSON object per line: ``thread.started`` (the thread
 id a later turn resumes), ``turn.started``, ``item.started``/``item.completed`` for each
@@ -80,9 +81,7 @@ class Codex(CliAgent):
         Option("sandbox", "workspace-write", f"--sandbox: {', '.join(SANDBOXES)}"),
         Option("extra_args", [], "more arguments, after bat's"),
     )
-    variables = (
-        (KEY, "the key sent as a bearer token to the run's model (env_key of its provider)"),
-    )
+    variables = (("HOME", "Codex reads $HOME/.codex/config.toml: bat writes the episode's there"),)
     install = "npm install -g @openai/codex (bat's CI: .ci/coding_agents.sh)"
 
     @classmethod
