@@ -40,25 +40,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bat.agents.kinds import CliAgent, Invocation, Option, TurnInput, TurnOutput
+from bat.agents.presets._reading import (
+    MAX_EVENTS,
+    MAX_TEXT,
+    check_choice,
+    check_common,
+    count,
+    events,
+    kind_of,
+    last_line,
+    shown,
+)
 from bat.errors import InputError
 from bat.evaluation.log.episode import AgentError, ToolCall, Usage
 
-MAX_EVENTS = 100_000  # events read of one turn
-MAX_LINE = 1_000_000  # characters of one line; a longer one is skipped
-MAX_TEXT = 100_000  # characters kept of a reply or a tool's result
-MAX_MESSAGE = 500  # characters of an error's message
 APPROVAL_MODES = ("auto-edit", "plan", "default", "yolo")
 SETTINGS = ".qwen/settings.json"
 API_ERROR = re.compile(r"^\s*\[API Error:\s*(?:(\d{3})\b)?", re.I)
-# What an error said, when it carries no HTTP status: the words of Qwen Code's messages.
-WORDS = (
-    (re.compile(r"authenticat|api key|unauthori[sz]ed|\b40[13]\b", re.I), "authentication_failed"),
-    (re.compile(r"rate.?limit|quota|\b429\b", re.I), "rate_limited"),
-    (
-        re.compile(r"connection|econnrefused|fetch failed|timed? ?out|\b5\d\d\b", re.I),
-        "model_error",
-    ),
-)
 
 
 class QwenCode(CliAgent):
@@ -81,19 +79,11 @@ class QwenCode(CliAgent):
 
     @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
-        mode = options.get("approval_mode")
-        if mode not in APPROVAL_MODES:
-            raise InputError(
-                f"options: approval_mode {str(mode)[:40]!r} is none of {', '.join(APPROVAL_MODES)}"
-            )
+        check_common(options)
+        check_choice(options, "approval_mode", APPROVAL_MODES)
         retries = options.get("max_retries")
         if type(retries) is not int or not 0 <= retries <= 10:
             raise InputError("options: max_retries must be a whole number from 0 to 10")
-        extra = options.get("extra_args")
-        if not isinstance(extra, list) or not all(isinstance(arg, str) for arg in extra):
-            raise InputError("options: extra_args must be a list of strings")
-        if not isinstance(options.get("executable"), str) or not options["executable"]:
-            raise InputError("options: executable must be a program's name or path")
 
     def invocation(self, turn: TurnInput) -> Invocation:
         options = {**self.defaults(), **turn.options}
@@ -122,7 +112,7 @@ class QwenCode(CliAgent):
 
     def read(self, stdout: str, stderr: str, exit_code: int | None) -> TurnOutput:
         reading = _Reading()
-        for event in _events(stdout):
+        for event in events(stdout):
             reading.take(event)
         return reading.output(stderr, exit_code)
 
@@ -145,24 +135,6 @@ def _is_uuid(text: str) -> bool:
         return str(uuid.UUID(text)) == text.lower()
     except (ValueError, AttributeError, TypeError):
         return False
-
-
-def _events(stdout: str):
-    """The JSON objects of ``stdout``, one a line, bounded; other lines skipped."""
-    count = 0
-    for line in stdout.splitlines():
-        if count >= MAX_EVENTS:
-            return
-        line = line.strip()
-        if not line.startswith("{") or len(line) > MAX_LINE:
-            continue
-        try:
-            event = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(event, dict):
-            count += 1
-            yield event
 
 
 @dataclass
@@ -206,8 +178,8 @@ class _Reading:
                 self.calls[str(block.get("id", len(self.calls)))] = call
         usage = message.get("usage")
         if isinstance(usage, dict) and not _api_error(_text(message.get("content"))):
-            prompt = _count(usage.get("input_tokens"))
-            completion = _count(usage.get("output_tokens"))
+            prompt = count(usage.get("input_tokens"))
+            completion = count(usage.get("output_tokens"))
             self.usage = self.usage.add(
                 Usage(
                     prompt_tokens=prompt,
@@ -239,36 +211,23 @@ class _Reading:
         found = _api_error(reply)
         if found is not None:
             status = int(found.group(1)) if found.group(1) else None
-            return AgentError(kind=_kind(status, reply), message=_shown(reply), code=status)
+            return AgentError(kind=kind_of(status, reply), message=shown(reply), code=status)
         if self.result is not None:
             if result.get("is_error") is not True:
                 return None
             words = " ".join(str(result.get(key) or "") for key in ("result", "error", "subtype"))
             return AgentError(
-                kind=_kind(None, words), message=_shown(words) or "Qwen Code reported an error"
+                kind=kind_of(None, words), message=shown(words) or "Qwen Code reported an error"
             )
-        tail = [line for line in stderr.strip().splitlines() if line.strip()][-1:]
+        tail = last_line(stderr)
         what = "printed no events" if not self.events else "ended without a result"
         code = f" (exit status {exit_code})" if exit_code is not None else ""
-        message = f"Qwen Code {what}{code}" + (f": {_shown(tail[0])}" if tail else "")
-        return AgentError(kind=_kind(None, tail[0]) if tail else "unknown", message=message)
+        message = f"Qwen Code {what}{code}" + (f": {tail}" if tail else "")
+        return AgentError(kind=kind_of(None, tail), message=message)
 
 
 def _api_error(text: str) -> re.Match[str] | None:
     return API_ERROR.match(text[:200])
-
-
-def _kind(status: int | None, said: str) -> str:
-    if status in (401, 403):
-        return "authentication_failed"
-    if status == 429:
-        return "rate_limited"
-    if status is not None and status >= 400:
-        return "model_error"
-    for pattern, kind in WORDS:
-        if pattern.search(said[:2000]):
-            return kind
-    return "unknown"
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -280,11 +239,3 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 def _text(content: Any) -> str:
     texts = (b.get("text") for b in _blocks(content) if b.get("type") == "text")
     return "\n".join(t for t in texts if isinstance(t, str))
-
-
-def _count(value: Any) -> int:
-    return value if type(value) is int and value >= 0 else 0
-
-
-def _shown(text: str) -> str:
-    return " ".join(text[: MAX_MESSAGE * 4].split())[:MAX_MESSAGE]

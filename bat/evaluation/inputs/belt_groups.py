@@ -145,8 +145,6 @@ def read_groups(root: Path) -> BeltDataset:
     for folder in folders:
         group_name = folder.relative_to(root).as_posix() if folder != root else ""
         config = _read_config(root, folder, found)
-        if config is None:
-            continue
         files = _scenario_files(folder)
         scenarios += len(files)
         if scenarios > MAX_SCENARIOS:
@@ -154,11 +152,13 @@ def read_groups(root: Path) -> BeltDataset:
                 f"{root} holds more than {integer(MAX_SCENARIOS)} scenario files, the limit"
             )
         ids = []
-        for path in files:
-            task = _scenario(root, path, group_name if several else "", config, found)
+        for path in files:  # read even when the config is wrong: every problem is listed
+            task = _scenario(root, path, group_name if several else "", config or _NONE, found)
             if task is not None:
                 found.tasks.append(task)
                 ids.append(task["id"])
+        if config is None:
+            continue
         found.groups.append(
             BeltGroup(
                 name=group_name,
@@ -172,6 +172,9 @@ def read_groups(root: Path) -> BeltDataset:
     if not found.tasks and not found.problems:
         found.problems.append(f"{root}: no scenario files (NAME.json beside {CONFIG_FILE})")
     return found
+
+
+_NONE: dict[str, Any] = {"agent": None, "default_tags": [], "workspace": {}}
 
 
 # -- finding the files -------------------------------------------------------------------
@@ -209,11 +212,19 @@ def _group_folders(root: Path) -> list[Path]:
 
 
 def _entries(folder: Path) -> list[os.DirEntry]:
+    """The entries of ``folder``, sorted by name; at most :data:`MAX_ENTRIES`."""
+    listed = []
     try:
         with os.scandir(folder) as entries:
-            return sorted(entries, key=lambda entry: entry.name)
+            for entry in entries:
+                listed.append(entry)
+                if len(listed) > MAX_ENTRIES:
+                    raise InputError(
+                        f"{folder} holds more than {integer(MAX_ENTRIES)} files and folders"
+                    )
     except OSError as exc:
         raise InputError(f"{folder}: cannot list the folder: {exc.strerror or exc}") from None
+    return sorted(listed, key=lambda entry: entry.name)
 
 
 def _has_config(folder: Path) -> bool:
@@ -536,3 +547,25 @@ def raise_problems(root: Path, problems: list[str]) -> None:
         if len(problems) > MAX_PROBLEMS:
             shown.append(f"... and {integer(len(problems) - MAX_PROBLEMS)} more")
         raise InputError(f"{root} has {counted(len(problems), 'problem')}", details=shown)
+
+
+# belt's agent names that bat's presets spell otherwise.
+AGENT_NAMES = {"claude": "claude-code", "gemini-cli": "gemini", "qwen": "qwen-code"}
+
+
+def group_agents(root: Path) -> dict[str, list[str]]:
+    """bat's adapter name of each agent the groups under ``root`` name, with the groups
+    naming it (only the ``_config.json`` files are read: eval.yaml's loader asks)."""
+    from bat.input_files import load_json
+
+    agents: dict[str, list[str]] = {}
+    for folder in _group_folders(root):
+        try:
+            data = load_json(folder / CONFIG_FILE, kind="a belt group's _config.json")
+        except InputError:
+            continue  # said with every other problem when the dataset is read
+        name = data.get("agent") if isinstance(data, dict) else None
+        if isinstance(name, str) and name.strip():
+            name = AGENT_NAMES.get(name.strip(), name.strip())
+            agents.setdefault(name, []).append(folder.relative_to(root).as_posix() or ".")
+    return agents

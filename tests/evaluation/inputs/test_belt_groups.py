@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from bat.errors import InputError
 from bat.evaluation.inputs import belt_groups
@@ -182,6 +181,15 @@ def test_every_problem_of_every_file_is_listed_at_once(tmp_path):
     ]
 
 
+def test_a_wrong_config_does_not_hide_the_scenarios_problems(tmp_path):
+    group(tmp_path, {"agent": 3, "working_dir": "repo"}, a=scenario("b"))
+    found = problems(tmp_path)
+    assert found[1:] == [
+        f"{tmp_path}/_config.json: agent (line 2): expected the agent's name (text)",
+        f"{tmp_path}/a.json: name (line 2): 'b': a scenario's name is its file's name ('a')",
+    ]
+
+
 def test_a_folder_without_groups_says_what_a_group_is(tmp_path):
     write(tmp_path, "a.json", scenario("a"))
     (message,) = problems(tmp_path)
@@ -252,35 +260,6 @@ EXAMPLE_SCENARIO = json.loads((EXAMPLE / "create_greeting.json").read_text())
 EXAMPLE_CONFIG = {"working_dir": "repo", "default_tags": ["t"], "workspace_ref": "HEAD"}
 
 
-@st.composite
-def belt_inputs(draw):
-    """A scenario file and a _config.json, each valid, mutated, broken at the byte
-    level, or a known trap."""
-    scenario_doc = fk.mutate(EXAMPLE_SCENARIO, draw) if draw(st.booleans()) else EXAMPLE_SCENARIO
-    config_doc = fk.mutate(EXAMPLE_CONFIG, draw) if draw(st.booleans()) else EXAMPLE_CONFIG
-    texts = [fk.to_json(scenario_doc), fk.to_json(config_doc)]
-    index = draw(st.integers(0, 1))
-    texts[index] = draw(
-        st.one_of(
-            st.just(texts[index]),
-            fk.byte_mutations(texts[index]),
-            st.sampled_from(
-                [
-                    fk.nested_json(5000).encode(),
-                    b'{"name": "create_greeting", "turns": ' + fk.nested_json(900).encode() + b"}",
-                    b'{"name": "create_greeting", "turns": [{"message": "{{ prev.nope }}"}]}',
-                    b'{"name": "create_greeting", "turns": [{"message": "x", "expect": '
-                    + fk.nested_json(800).encode()
-                    + b"}]}",
-                    b"null",
-                    b"",
-                ]
-            ),
-        )
-    )
-    return texts
-
-
 @settings(
     max_examples=60,
     derandomize=True,
@@ -288,12 +267,16 @@ def belt_inputs(draw):
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )
-@given(texts=belt_inputs())
-def test_any_scenario_or_config_gives_tasks_or_one_input_error(tmp_path_factory, texts):
+@given(
+    files=fk.belt_group_files(
+        {"_config.json": EXAMPLE_CONFIG, "create_greeting.json": EXAMPLE_SCENARIO}
+    )
+)  # noqa: E501
+def test_any_scenario_or_config_gives_tasks_or_one_input_error(tmp_path_factory, files):
     folder = tmp_path_factory.mktemp("belt")
     (folder / "repo").mkdir()
-    (folder / "create_greeting.json").write_bytes(texts[0])
-    (folder / "_config.json").write_bytes(texts[1])
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
     try:
         dataset = load_dataset(folder)
     except InputError as exc:
