@@ -173,6 +173,11 @@ def test_a_warning_item_is_no_error_and_no_events_is_one():
     assert "printed no events (exit status 2)" in none.error.message
     assert "--bogus" in none.error.message
     cut = "\n".join(wrote.splitlines()[:4])  # killed before turn.completed
+    retried = wrote.replace(
+        '{"type":"turn.started"}',
+        '{"type":"turn.started"}\n{"type":"error","message":"Reconnecting... 1/5"}',
+    )
+    assert Codex().read(retried, "", 0).error is None  # a retry that went through
     assert "without completing" in Codex().read(cut, "", None).error.message
 
 
