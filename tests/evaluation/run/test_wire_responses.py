@@ -153,3 +153,19 @@ def test_a_bad_body_is_a_400_in_openai_words(base, body):
     assert said.status_code == 400
     error = said.json()["error"]
     assert error["type"] == "invalid_request_error" and error["message"]
+
+
+def test_the_openai_sdk_reads_the_stream_and_the_json(base):
+    """OpenAI's own client parses what the wire sends (where the SDK is installed)."""
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(api_key="sk-test", base_url=f"{base}/v1", max_retries=0)
+    streamed = list(client.responses.create(model="codex-test", input="make it", stream=True))
+    kinds = [event.type for event in streamed]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    final = streamed[-1].response
+    assert final.output_text == "On it."
+    (call,) = [item for item in final.output if item.type == "function_call"]
+    assert call.name == "exec_command" and json.loads(call.arguments) == {"cmd": "touch a"}
+    assert final.usage.output_tokens == 3
+    said = client.responses.create(model="codex-test", input="count")
+    assert said.output_text == "users 1 first count" and said.status == "completed"
