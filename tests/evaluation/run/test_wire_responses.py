@@ -10,6 +10,8 @@ import json
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bat.evaluation.inputs.model_script import Conversation, Rules
 from bat.evaluation.run.scripted_model import serving
@@ -169,3 +171,35 @@ def test_the_openai_sdk_reads_the_stream_and_the_json(base):
     assert final.usage.output_tokens == 3
     said = client.responses.create(model="codex-test", input="count")
     assert said.output_text == "users 1 first count" and said.status == "completed"
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=25,
+)
+ITEM = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": st.sampled_from(["message", "function_call", "function_call_output", "reasoning"])
+        | JSON,
+        "role": st.sampled_from(["user", "assistant", "developer", "system"]) | JSON,
+        "content": JSON,
+        "call_id": JSON,
+        "name": JSON,
+        "output": JSON,
+    },
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(body=st.dictionaries(st.sampled_from(["input", "instructions"]), JSON | st.lists(ITEM)))
+def test_any_body_is_a_conversation_or_one_value_error(body):
+    try:
+        found = messages(body)
+    except ValueError as exc:
+        assert "input" in str(exc)
+        return
+    Conversation.of(found)  # what the rules read, from any request
