@@ -271,7 +271,7 @@ EXAMPLE_CONFIG = {"working_dir": "repo", "default_tags": ["t"], "workspace_ref":
     files=fk.belt_group_files(
         {"_config.json": EXAMPLE_CONFIG, "create_greeting.json": EXAMPLE_SCENARIO}
     )
-)  # noqa: E501
+)
 def test_any_scenario_or_config_gives_tasks_or_one_input_error(tmp_path_factory, files):
     folder = tmp_path_factory.mktemp("belt")
     (folder / "repo").mkdir()
