@@ -81,9 +81,7 @@ class Codex(CliAgent):
         Option("sandbox", "workspace-write", f"--sandbox: {', '.join(SANDBOXES)}"),
         Option("extra_args", [], "more arguments, after bat's"),
     )
-    variables = (
-        (KEY, "the key sent as a bearer token to the run's model (env_key of its provider)"),
-    )
+    variables = (("HOME", "Codex reads $HOME/.codex/config.toml: bat writes the episode's there"),)
     install = "npm install -g @openai/codex (bat's CI: .ci/coding_agents.sh)"
 
     @classmethod
@@ -192,6 +190,7 @@ class _Reading:
     calls: dict[str, ToolCall] = field(default_factory=dict)  # by item id, as they started
     usage: Usage | None = None
     completed: bool = False
+    failed: bool = False  # a turn.failed event
     failures: list[str] = field(default_factory=list)  # error / turn.failed messages
 
     def take(self, event: dict[str, Any]) -> None:
@@ -207,6 +206,7 @@ class _Reading:
             self.completed = True
             self.usage = _usage(event.get("usage"), self.usage)
         elif kind == "turn.failed":
+            self.failed = True
             error = event.get("error")
             said = error.get("message") if isinstance(error, dict) else None
             self.failures.append(_said(said) or "the turn failed")
@@ -239,8 +239,10 @@ class _Reading:
 
     def _error(self, stderr: str, exit_code: int | None) -> AgentError | None:
         """The turn's error from the closed set, or None: what ``error`` and
-        ``turn.failed`` said; with neither and no ``turn.completed``, stderr's last words."""
-        if self.completed and not self.failures:
+        ``turn.failed`` said; with neither and no ``turn.completed``, stderr's last words.
+        An ``error`` event in a turn that completed was a retry that then went through
+        ("Reconnecting... 1/5"), not the turn's error."""
+        if self.completed and not self.failed:
             return None
         if self.failures:
             said = self.failures[-1]
