@@ -121,10 +121,15 @@ class CliSession:
                 extra = getattr(work.task, "turn_expected", None) if work is not None else None
                 record = await asyncio.to_thread(self._record, space, expected, extra)
                 observed.trace.workspace = record
+        except (BatError, OSError) as exc:
+            # The workspace failed under the episode (git, a full disk): not the agent's.
+            words = exc.message if isinstance(exc, BatError) else str(exc)
+            observed = _infra(trace, "crash", f"the workspace failed: {words}")
         finally:
             if observed is None or observed.infra_error is not None:
                 space.remove()
-        observed.after_verdict = lambda passed: self._settle(space, kept, passed)
+        if observed.infra_error is None:
+            observed.after_verdict = lambda passed: self._settle(space, kept, passed)
         return observed
 
     async def _turns(self, space, turns, turn_timeout_s, templates, raw, trace) -> Observed:
@@ -286,7 +291,10 @@ class CliSession:
     def _settle(self, space, kept: Path, passed: bool) -> str | None:
         """Keep or remove the workspace once the verdict is known; where it was kept."""
         if self.keep == "always" or (self.keep == "failed" and not passed):
-            return str(space.keep(kept))
+            try:
+                return str(space.keep(kept))
+            except OSError:  # shutil.Error too: a workspace that cannot be kept is removed
+                pass
         space.remove()
         return None
 

@@ -168,3 +168,23 @@ def test_resources_are_installed_locked_and_not_the_agents_changes(bat, tmp_path
     }
     (written,) = (root / "eval" / "output").glob("2*/*/raw/uses.1/resource_lock.json")
     assert json.loads(written.read_text()) == {"resources": [lock]}
+
+
+def test_a_workspace_that_cannot_be_made_is_an_infrastructure_failure(bat, tmp_path, home):
+    import subprocess
+
+    root = _project(
+        tmp_path,
+        [{"id": "t", "turns": ["make a.txt"]}],
+        workspace={"source": "repo", "ref": "no-such-ref"},
+    )
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=root / "repo", check=True)
+    subprocess.run([*git, "add", "-A"], cwd=root / "repo", check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=root / "repo", check=True)
+    result = bat("eval.run", cwd=root)
+    assert result.code == 3, result.out + result.err  # infrastructure: the run is not trusted
+    (episode,) = _episodes(root).values()
+    assert episode["infra_error"]["kind"] == "crash"
+    assert "the workspace could not be made" in episode["infra_error"]["message"]
+    assert "no-such-ref" in episode["infra_error"]["message"]
