@@ -109,7 +109,7 @@ class CliSession:
             source = self.sources.get(work.task.id, self.source) if work else self.source
             space = await asyncio.to_thread(workspaces.make, source, self.base)
         except BatError as exc:
-            return _infra(trace, "crash", f"the workspace could not be made: {exc.message}")
+            return _infra(trace, "not_run", f"the workspace could not be made: {exc.message}")
         observed: Observed | None = None
         try:
             if space.resources:  # belt's resource_lock.json, beside the raw output

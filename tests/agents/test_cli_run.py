@@ -185,6 +185,6 @@ def test_a_workspace_that_cannot_be_made_is_an_infrastructure_failure(bat, tmp_p
     result = bat("eval.run", cwd=root)
     assert result.code == 3, result.out + result.err  # infrastructure: the run is not trusted
     (episode,) = _episodes(root).values()
-    assert episode["infra_error"]["kind"] == "crash"
+    assert episode["infra_error"]["kind"] == "not_run"
     assert "the workspace could not be made" in episode["infra_error"]["message"]
     assert "no-such-ref" in episode["infra_error"]["message"]
