@@ -42,13 +42,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bat.agents.kinds import CliAgent, Invocation, Option, TurnInput, TurnOutput
+from bat.agents.presets._reading import MAX_EVENTS, MAX_MESSAGE, MAX_TEXT
+from bat.agents.presets._reading import events as _events
 from bat.errors import InputError
 from bat.evaluation.log.episode import AgentError, ToolCall, Usage
 
-MAX_EVENTS = 100_000  # events read of one turn
-MAX_LINE = 1_000_000  # characters of one line; a longer one is skipped
-MAX_TEXT = 100_000  # characters kept of a reply or a tool's result
-MAX_MESSAGE = 500  # characters of an error's message
 SANDBOXES = ("workspace-write", "read-only", "danger-full-access")
 CONFIG = ".codex/config.toml"
 KEY = "OPENAI_API_KEY"
@@ -160,24 +158,6 @@ def _toml(text: str) -> str:
     """``text`` as a TOML basic string (JSON's escapes, which TOML shares, less the
     surrogate pairs TOML has not: non-ASCII stays as it is)."""
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
-
-
-def _events(stdout: str):
-    """The JSON objects of ``stdout``, one a line, bounded; other lines skipped."""
-    count = 0
-    for line in stdout.splitlines():
-        if count >= MAX_EVENTS:
-            return
-        line = line.strip()
-        if not line.startswith("{") or len(line) > MAX_LINE:
-            continue
-        try:
-            event = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(event, dict):
-            count += 1
-            yield event
 
 
 @dataclass
