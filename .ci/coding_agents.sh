@@ -32,3 +32,7 @@ install claude-code @anthropic-ai/claude-code 2.1.332
 
 # Qwen Code: the newest release whose package allows node 20 (0.21 and later ask for 22).
 install qwen-code @qwen-code/qwen-code 0.15.10
+
+# OpenAI Codex CLI: a native binary, fetched as the optional dependency
+# @openai/codex-linux-x64 (and the like) of the pinned version.
+install codex @openai/codex 0.171.0

@@ -463,3 +463,36 @@ def nested_json(depth: int) -> str:
 
 def nested_yaml(depth: int) -> str:
     return "[" * depth + "]" * depth
+
+
+BELT_TRAPS = [
+    nested_json(5000).encode(),
+    b'{"name": "NAME", "turns": ' + nested_json(900).encode() + b"}",
+    b'{"name": "NAME", "turns": [{"message": "{{ prev.nope }}"}]}',
+    b'{"name": "NAME", "turns": [{"message": "x", "expect": ' + nested_json(800).encode() + b"}]}",
+    b'{"name": "NAME", "turns": [{"message": "x", "expect": {"files_created": ["/etc/x"]}}]}',
+    b'{"name": "NAME", "turns": [{"message": "x"}], "llm_scorer_evidence_files": ["../x"]}',
+    b'{"working_dir": ".", "fixture_repo": "x", "resources": [{"source": 1}]}',
+    b"null",
+    b"",
+]
+
+
+@st.composite
+def belt_group_files(draw: Any, files: dict[str, Any]) -> dict[str, bytes]:
+    """belt group files (``{file name: document}``: a ``_config.json`` and scenarios),
+    each as it is, mutated, broken at the byte level, or a known trap (``NAME`` in a
+    trap is the scenario's name)."""
+    out = {}
+    for name, doc in files.items():
+        if draw(st.booleans()):
+            doc = mutate(doc, draw)
+        text = to_json(doc)
+        choice = draw(st.sampled_from(["as is", "as is", "bytes", "trap"]))
+        if choice == "bytes":
+            text = draw(byte_mutations(text))
+        elif choice == "trap":
+            stem = name.removesuffix(".json").encode()
+            text = draw(st.sampled_from(BELT_TRAPS)).replace(b"NAME", stem)
+        out[name] = text
+    return out

@@ -239,6 +239,36 @@ def test_tasks_json_known_traps(base, text):
         run_and_check(root, ["eval.show"], f"eval/input/tasks.json:\n{text[:3000]!r}")
 
 
+# -- belt scenario groups (a dataset folder) ------------------------------------------
+
+BELT_EXAMPLE = Path(__file__).parent.parent / "eval_fixtures" / "datasets" / "belt_group"
+
+
+def _belt_documents() -> dict:
+    return {
+        name: json.loads((BELT_EXAMPLE / name).read_text())
+        for name in ("_config.json", "notes_two_turns.json")
+    }
+
+
+@fuzz(30)
+@given(files=fk.belt_group_files(_belt_documents()))
+def test_belt_group_dataset(base, files):
+    """A belt group as eval.yaml's dataset, its files mutated, checked by ``bat eval.show``."""
+    with scratch(base) as root:
+        project = root / "project"
+        folder = project / "eval" / "input" / "belt"
+        shutil.copytree(BELT_EXAMPLE, folder)
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
+        eval_yaml = project / "eval" / "eval.yaml"
+        doc = yaml.safe_load(eval_yaml.read_text())
+        doc.setdefault("evaluation", {})["dataset"] = "eval/input/belt"
+        eval_yaml.write_text(yaml.safe_dump(doc, sort_keys=False))
+        shown_files = "\n".join(f"{name}:\n{shown(data)}" for name, data in files.items())
+        run_and_check(root, ["eval.show"], f"eval/input/belt:\n{shown_files}")
+
+
 # -- task ids -------------------------------------------------------------------------
 
 task_ids = st.one_of(

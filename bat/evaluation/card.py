@@ -68,8 +68,9 @@ def write_card(run_dir: Path, resolved: Any, dataset: Any, scrubber: Scrubber) -
 def snapshot_dataset(run_dir: Path, dataset: Any) -> bool:
     """The dataset's bytes, as read, into ``tasks.json`` of the run (atomically); False
     (and nothing written) when the file is gone or no longer holds what was read."""
+    data = getattr(dataset, "snapshot", None)  # a belt folder's tasks, as tasks.json
     try:
-        data = Path(dataset.path).read_bytes()
+        data = Path(dataset.path).read_bytes() if data is None else data
     except OSError:
         return False
     if hashlib.sha256(data).hexdigest() != dataset.sha256:

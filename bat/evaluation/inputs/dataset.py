@@ -457,6 +457,12 @@ class Dataset(BaseModel):
     # Keys bat does not read, left out under ``compat: {unknown_keys: warn}``: each key
     # path within a task (``description``, ``expected.foo``) -> the ids of its tasks.
     ignored: dict[str, list[str]] = Field(default_factory=dict)
+    # A folder of belt scenario groups (bat.evaluation.inputs.belt_groups): its groups
+    # (BeltGroup: the agent and workspace each names), what of it bat does not use, and
+    # the tasks as a tasks.json text (the run's snapshot; ``sha256`` is its hash).
+    groups: list[Any] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    snapshot: bytes | None = Field(default=None, repr=False)
 
     def task(self, task_id: str) -> TaskSpec:
         return next(task for task in self.tasks if task.id == task_id)
@@ -490,7 +496,13 @@ def load_dataset(path: Path, *, unknown_keys: UnknownKeys = "refuse") -> Dataset
     file with problems is read again task by task, so that each problem is listed with
     its line. With ``unknown_keys="warn"``, keys bat does not read are left out there
     and recorded in ``Dataset.ignored`` instead of refused.
+
+    A folder is read as belt scenario groups (:func:`load_belt_folder`).
     """
+    from bat.evaluation.inputs.belt_groups import is_belt_folder
+
+    if is_belt_folder(path):
+        return load_belt_folder(path)
     text, sha256 = _read(path)
     try:
         tasks = _validated(text, _task_list())
@@ -505,6 +517,30 @@ def load_dataset(path: Path, *, unknown_keys: UnknownKeys = "refuse") -> Dataset
         raise InputError(f"{path} holds no tasks")
     _refuse_lone_surrogates(path, text)
     return Dataset(path=path, sha256=sha256, tasks=tasks, ignored=ignored)
+
+
+def load_belt_folder(path: Path) -> Dataset:
+    """The tasks of a folder of belt scenario groups (``_config.json`` + ``NAME.json``),
+    every problem of every file listed in one ``InputError``."""
+    from bat.evaluation.inputs import belt_groups
+
+    found = belt_groups.read_groups(path)
+    problems = list(found.problems)
+    tasks: list[TaskSpec] = []
+    for item in found.tasks:
+        try:
+            tasks.append(TaskSpec.model_validate(item))
+        except ValidationError as exc:
+            problems += belt_groups.task_problems(found, item["id"], exc)
+    belt_groups.raise_problems(path, problems)
+    return Dataset(
+        path=path,
+        sha256=found.sha256(),
+        tasks=tasks,
+        groups=found.groups,
+        warnings=found.warnings,
+        snapshot=found.snapshot(),
+    )
 
 
 def _read(path: Path) -> tuple[str, str]:
@@ -638,6 +674,7 @@ class DatasetCheck:
     weak: list[TaskSpec]
     facts: DatasetFacts = field(default_factory=DatasetFacts)
     ignored: dict[str, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # a belt folder's (Dataset.warnings)
 
     @classmethod
     def of(cls, dataset: Dataset) -> DatasetCheck:
@@ -650,6 +687,7 @@ class DatasetCheck:
             weak=weak,
             facts=DatasetFacts.of(dataset.tasks),
             ignored=dataset.ignored,
+            warnings=dataset.warnings,
         )
 
 
@@ -665,6 +703,10 @@ def check_dataset(
     :class:`Dataset` hold. Any problem is left to :func:`load_dataset`, which lists
     every one with its line.
     """
+    from bat.evaluation.inputs.belt_groups import is_belt_folder
+
+    if is_belt_folder(path):  # a belt folder: at most a few thousand scenarios
+        return DatasetCheck.of(load_belt_folder(path))
     text, sha256 = _read(path)
     facts = DatasetFacts()
     notes: dict[str, Any] = {"stems": [], "weak": [], "facts": facts}

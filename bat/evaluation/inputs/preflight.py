@@ -69,6 +69,7 @@ def project_checks(resolved: ResolvedConfig, dataset: DatasetCheck) -> Checked:
     warnings: list[str] = [
         *resolved.warnings,
         *ignored_keys_warnings(dataset, resolved.base),
+        *dataset.warnings,
         *dataset_warnings(dataset.weak),
         *new_checks_warnings(resolved, dataset),
     ]

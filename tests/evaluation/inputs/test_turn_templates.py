@@ -269,3 +269,37 @@ def test_a_template_that_fails_at_run_time_is_an_infrastructure_failure(tmp_path
     assert [t["input"] for t in found["computed"]["trace"]["turns"]] == ["hello"]
     assert found["computed"]["agent_error"] is None
     assert found["fine"]["verdict"]["passed"] and found["fine"]["infra_error"] is None
+
+
+# -- belt's fields of a command-line agent's turn ---------------------------------------
+
+
+def test_prev_git_diff_and_tool_sequence_render_from_the_turn_records():
+    """A CLI turn's diff and tool names (TurnRecord.git_diff / tool_sequence): the list
+    prints as names joined by commas, and can be joined or looped over; an A2A turn's
+    are empty."""
+    turns = [
+        "edit it",
+        "{{ prev.reply_text }}|{{ prev.git_diff }}|{{ prev.tool_sequence }}|"
+        "{{ turn_1.tool_sequence | join(' > ') }}|"
+        "{% for name in prev.tool_sequence %}[{{ name }}]{% endfor %}|"
+        "{{ prev.tool_sequence | length }}",
+    ]
+    cli = TurnRecord(
+        input="edit it",
+        status="completed",
+        output="done",
+        git_diff="+x = 1\n",
+        tool_sequence=["Read", "Edit"],
+    )
+    assert rendered(turns, 1, [cli]) == "done|+x = 1\n|Read, Edit|Read > Edit|[Read][Edit]|2"
+    a2a = TurnRecord(input="edit it", status="completed", output="done")
+    assert rendered(turns, 1, [a2a]) == "done|||||0"
+
+
+def test_a_dataset_turn_may_name_the_new_fields_and_not_others():
+    TaskSpec.model_validate(
+        {"id": "t", "turns": ["a", "{{ prev.git_diff }} {{ turn_1.tool_sequence }}"]}
+    )
+    with pytest.raises(ValueError, match=r"unknown field 'diff'.*git_diff, tool_sequence"):
+        TaskSpec.model_validate({"id": "t", "turns": ["a", "{{ prev.diff }}"]})
