@@ -36,3 +36,7 @@ install qwen-code @qwen-code/qwen-code 0.15.10
 # OpenAI Codex CLI: a native binary, fetched as the optional dependency
 # @openai/codex-linux-x64 (and the like) of the pinned version.
 install codex @openai/codex 0.171.0
+
+# opencode ships a native binary (an optional dependency per platform) behind
+# node_modules/.bin/opencode.
+install opencode opencode-ai 1.18.33

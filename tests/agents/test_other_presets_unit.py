@@ -2,8 +2,9 @@
 files), and reading. opencode's and aider's reading is tested on what opencode 1.18.33 and
 aider 0.86.2 really printed against bat's scripted model (tests/agents/data/opencode and
 .../aider, recorded as their READMEs say); Gemini CLI's on the shapes its documentation
-gives (it speaks Google's API, which the scripted model does not). None of the three is
-installed by .ci/coding_agents.sh. Hypothesis checks that no reader ever raises."""
+gives (it speaks Google's API, which the scripted model does not). opencode also runs
+for real in tests/agents/test_opencode_e2e.py. Hypothesis checks that no reader ever
+raises."""
 
 from __future__ import annotations
 

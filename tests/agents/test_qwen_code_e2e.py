@@ -72,17 +72,24 @@ def qwen() -> Path:
     return cli_path("qwen-code", "qwen")
 
 
-def _project(root: Path, tasks: list[dict], options: dict, models: list[dict]) -> Path:
+def _project(
+    root: Path,
+    tasks: list[dict],
+    options: dict,
+    models: list[dict],
+    adapter: str = "qwen-code",
+    rules: list[dict] = RULES,
+) -> Path:
     (root / "repo").mkdir(parents=True)
     (root / "repo" / "README").write_text("the user's project\n")
-    (root / "rules.yaml").write_text(yaml.safe_dump(RULES))
+    (root / "rules.yaml").write_text(yaml.safe_dump(rules))
     (root / "tasks.json").write_text(json.dumps(tasks))
     evaluation = {
         "dataset": "tasks.json",
         "k": 1,
         "concurrency": 4,
         "turn_timeout_s": 20,
-        "agent": {"adapter": "qwen-code", "options": options, "workspace": {"source": "repo"}},
+        "agent": {"adapter": adapter, "options": options, "workspace": {"source": "repo"}},
     }
     (root / "eval").mkdir()
     (root / "eval" / "eval.yaml").write_text(

@@ -1,4 +1,4 @@
-"""opencode (npm ``opencode-ai``), headless: one ``opencode run`` per turn.
+"""opencode (npm ``opencode-ai``, tested with 1.18.33), headless: one ``opencode run`` per turn.
 
 A turn runs::
 
