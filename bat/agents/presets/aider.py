@@ -110,7 +110,6 @@ class Aider(CliAgent):
     )
     variables = (
         ("OPENAI_API_BASE", "the model's address (the models: entry's base_url)"),
-        ("OPENAI_API_KEY", "its key"),
         ("LITELLM_LOCAL_MODEL_COST_MAP", "litellm's model list from the package, not fetched"),
     )
     install = "pip install aider-chat (or: uv tool install aider-chat)"

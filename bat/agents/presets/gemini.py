@@ -66,7 +66,6 @@ class Gemini(CliAgent):
         common_options("gemini")[1],
     )
     variables = (
-        ("GEMINI_API_KEY", "the Gemini API key (the models: entry's env, or bat's)"),
         ("GOOGLE_GEMINI_BASE_URL", "the API's address, from the models: entry's base_url"),
     )
     install = "npm install -g @google/gemini-cli"

@@ -11,7 +11,8 @@ continue the session the events named (``--session``; ``--continue`` when none w
 
 The model: with a ``base_url`` (bat's scripted model, vLLM, any OpenAI chat server) the
 configuration (``OPENCODE_CONFIG_CONTENT``) declares a provider ``bat`` speaking OpenAI
-chat at that address, with the entry's ``OPENAI_API_KEY``, and the turn runs
+chat at that address, with the entry's ``OPENAI_API_KEY`` (else bat's own, which opencode
+reads from its environment), and the turn runs
 ``-m bat/MODEL``; without one, ``-m PROVIDER/MODEL`` names one of opencode's own. The
 configuration also sets the tools' ``permission`` (option; default: edits allowed, shell
 and web fetches denied) and turns sharing and updates off.
@@ -110,7 +111,8 @@ class Opencode(CliAgent):
         argv += ["--title", options["title"]]
         model = turn.model
         if model.base_url and model.model:
-            key = model.env.get("OPENAI_API_KEY") or "none"
+            # the entry's key, else the one bat passes on from its own environment
+            key = model.env.get("OPENAI_API_KEY") or "{env:OPENAI_API_KEY}"
             config["provider"] = {
                 PROVIDER: {
                     "npm": "@ai-sdk/openai-compatible",

@@ -72,7 +72,6 @@ class QwenCode(CliAgent):
     )
     variables = (
         ("OPENAI_BASE_URL", "the model's address (the run's models: entry), ending in /v1"),
-        ("OPENAI_API_KEY", "the key sent as a bearer token"),
         ("OPENAI_MODEL", "the model's name (also given as -m)"),
     )
     install = "npm install -g @qwen-code/qwen-code (bat's CI: .ci/coding_agents.sh)"
