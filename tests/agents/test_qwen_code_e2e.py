@@ -4,9 +4,10 @@
 * Qwen Code under ``strace`` (the ``executable`` option names a wrapper): a file created
   and checked, a resumed second turn whose request carries the first, and every
   connect(2) of every process it started going to loopback;
-* ``approval_mode: plan`` beside a model server that is gone: a refused write is a
-  failed check of a completed episode (Qwen Code exits 0), and a dead model is the turn's
-  ``model_error`` within the turn timeout.
+* ``approval_mode: plan`` beside a model server that is gone and one that answers 401: a
+  refused write is a failed check of a completed episode (Qwen Code exits 0), a dead
+  model is the turn's ``model_error`` within the turn timeout, and a refused key its
+  ``authentication_failed``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import yaml
 
 from tests.coding_agents import cli_path
 from tests.conftest import run_bat
-from tests.evalkit import free_port
+from tests.evalkit import free_port, start_model_server
 
 RULES = [
     {"after_tool": "write_file", "reply": "Wrote it: {result}"},
@@ -64,6 +65,7 @@ SCRIPTED = {
 WRAPPER = """#!/bin/sh
 exec strace -f -qq -e trace=connect -o "{traces}/connect.$$" {qwen} "$@"
 """
+CODE = 3  # bat eval.run's exit status when a model's credential failed
 INET = re.compile(r"connect\(\d+, \{sa_family=AF_INET6?, (?P<where>[^}]*)\}")
 
 
@@ -98,7 +100,7 @@ def _project(
     return root
 
 
-def _eval_run(root: Path, home: Path) -> tuple[dict[tuple[str, str], dict], float]:
+def _eval_run(root: Path, home: Path, code: int = 0) -> tuple[dict[tuple[str, str], dict], float]:
     """Run bat in-process with an empty HOME and no OPENAI_/BAT_ variables of the caller."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(home))
@@ -107,7 +109,7 @@ def _eval_run(root: Path, home: Path) -> tuple[dict[tuple[str, str], dict], floa
         started = time.monotonic()
         result = run_bat("eval.run", cwd=root)
         elapsed = time.monotonic() - started
-    assert result.code == 0, result.out + result.err
+    assert result.code == code, result.out + result.err
     (run,) = (root / "eval" / "output").glob("2*")
     episodes = {
         (path.parent.parent.name, path.stem): json.loads(path.read_text())
@@ -149,6 +151,16 @@ def test_a_file_made_a_resumed_turn_and_no_connection_beyond_loopback(qwen, tmp_
 
 
 def test_a_refused_write_fails_its_check_and_a_dead_model_is_a_model_error(qwen, tmp_path):
+    rules = tmp_path / "refusing.yaml"
+    rules.write_text(yaml.safe_dump([{"status": 401}]))  # a model refusing every key
+    server, base = start_model_server(rules)
+    refusing = {
+        "name": "refusing",
+        "provider": "openai",
+        "model": "qwen-refusing",
+        "base_url": f"{base}/v1",
+        "env": {"OPENAI_API_KEY": "sk-wrong-key"},
+    }
     dead = {
         "name": "gone",
         "provider": "openai",
@@ -157,8 +169,12 @@ def test_a_refused_write_fails_its_check_and_a_dead_model_is_a_model_error(qwen,
         "env": {"OPENAI_API_KEY": "sk-nobody-listens"},
     }
     options = {"executable": str(qwen), "approval_mode": "plan"}
-    root = _project(tmp_path / "p", [CREATES], options, [SCRIPTED, dead])
-    episodes, elapsed = _eval_run(root, tmp_path)
+    root = _project(tmp_path / "p", [CREATES], options, [SCRIPTED, dead, refusing])
+    try:
+        episodes, elapsed = _eval_run(root, tmp_path, code=CODE)
+    finally:
+        server.terminate()
+        server.wait(10)
 
     refused = episodes[("scripted", "creates__try1")]
     assert refused["status"] == "completed" and refused["agent_error"] is None
@@ -172,3 +188,9 @@ def test_a_refused_write_fails_its_check_and_a_dead_model_is_a_model_error(qwen,
     assert gone["status"] == "error" and gone["agent_error"]["kind"] == "model_error"
     assert "Connection error" in gone["agent_error"]["message"]
     assert gone["trace"]["turns"][0]["wall_time_s"] < 20 and elapsed < 40
+
+    # A refused key: the turn's authentication_failed (code 401), which bat's summary
+    # counts as the run's credential failing, not the agent (exit status 3).
+    denied = episodes[("refusing", "creates__try1")]
+    assert denied["status"] == "error" and denied["agent_error"]["code"] == 401
+    assert denied["agent_error"]["kind"] == "authentication_failed"
