@@ -34,7 +34,6 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -42,7 +41,6 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
@@ -53,8 +51,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from bat.errors import OperationError
-from bat.evaluation.inputs.model_script import Conversation, Rule, Rules, RuleTooSlow, ToolCall
+from bat.evaluation.inputs.model_script import Conversation, Rule, Rules, RuleTooSlow
 from bat.evaluation.run import wire_anthropic, wire_responses
+from bat.evaluation.run.scripted_chat import Answer, Chat, pieces
 
 HOST = "127.0.0.1"
 # A fixed clock and counted ids instead of time and random ids: identical request
@@ -69,32 +68,6 @@ class BadRequest(Exception):
     """A request this server cannot answer; each protocol words its 400 its own way."""
 
 
-@dataclass(frozen=True)
-class Chat:
-    """One chat request, read: its body, what the rules look at, the model it names, and
-    its number among the requests of its path (for counted ids)."""
-
-    body: dict[str, Any]
-    conversation: Conversation
-    model: str
-    number: int
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What the script says to a chat: the text, the tools asked for, the token counts."""
-
-    reply: str
-    calls: list[ToolCall]
-    usage: dict[str, int]
-
-    @classmethod
-    def of(cls, rule: Rule | None, conversation: Conversation) -> Answer:
-        reply = conversation.reply(rule)
-        calls = conversation.calls(rule)
-        return cls(reply, calls, usage_of(conversation, reply, len(calls)))
-
-
 class Wire(NamedTuple):
     """A provider's wire protocol: how it answers a chat, and how it words an error."""
 
@@ -102,21 +75,6 @@ class Wire(NamedTuple):
     error: Callable[[str, int], Response]
     # the body's conversation in OpenAI's shape (what the rules read); None: its "messages"
     messages: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
-
-
-def pieces(text: str) -> list[str]:
-    """Split a reply into stream chunks, one word each; joined, they give ``text`` back."""
-    return [p for p in re.split(r"(?<=\s)(?=\S)", text) if p]
-
-
-def usage_of(conversation: Conversation, reply: str, calls: int = 0) -> dict[str, int]:
-    """Token counts without a tokenizer: one token per whitespace-separated word (and
-    one per tool call asked for)."""
-    prompt = len(conversation.prompt.split())
-    completion = len(reply.split()) + calls
-    return dict(
-        prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
-    )
 
 
 # --- OpenAI chat completions ----------------------------------------------------------

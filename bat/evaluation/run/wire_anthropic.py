@@ -21,15 +21,16 @@ Pure functions of the request and the script's answer: the server
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from sse_starlette import EventSourceResponse
 from starlette.responses import JSONResponse, Response
 
-if TYPE_CHECKING:  # the server imports this module: no import back at run time
-    from bat.evaluation.run.scripted_model import Answer, Chat
+from bat.evaluation.run.scripted_chat import pieces
+
+if TYPE_CHECKING:
+    from bat.evaluation.run.scripted_chat import Answer, Chat
 
 Messages = list[dict[str, Any]]
 REMINDER = "<system-reminder>"
@@ -145,7 +146,7 @@ async def _events(message: dict[str, Any]) -> AsyncIterator[dict[str, str]]:
             yield event(
                 "content_block_start", index=index, content_block={"type": "text", "text": ""}
             )
-            for piece in _pieces(block["text"]):
+            for piece in pieces(block["text"]):
                 yield event(
                     "content_block_delta", index=index, delta={"type": "text_delta", "text": piece}
                 )
@@ -159,11 +160,6 @@ async def _events(message: dict[str, Any]) -> AsyncIterator[dict[str, str]]:
     stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
     yield event("message_delta", delta=stop, usage={"output_tokens": usage["output_tokens"]})
     yield event("message_stop")
-
-
-def _pieces(text: str) -> list[str]:
-    """Word-sized deltas; joined, they give ``text`` back."""
-    return [p for p in re.split(r"(?<=\s)(?=\S)", text) if p]
 
 
 def error(message: str, status: int) -> Response:

@@ -36,8 +36,10 @@ from typing import TYPE_CHECKING, Any
 from sse_starlette import EventSourceResponse
 from starlette.responses import JSONResponse, Response
 
-if TYPE_CHECKING:  # the server imports this module: no import back at run time
-    from bat.evaluation.run.scripted_model import Answer, Chat
+from bat.evaluation.run.scripted_chat import pieces
+
+if TYPE_CHECKING:
+    from bat.evaluation.run.scripted_chat import Answer, Chat
 
 Messages = list[dict[str, Any]]
 CREATED = 1_700_000_000  # the server's fixed clock: identical requests, identical replies
@@ -154,7 +156,7 @@ async def _events(response: dict[str, Any]) -> AsyncIterator[dict[str, str]]:
             text = item["content"][0]["text"]
             part = {"type": "output_text", "text": "", "annotations": []}
             yield event("response.content_part.added", **where, content_index=0, part=part)
-            for piece in _pieces(text):
+            for piece in pieces(text):
                 yield event("response.output_text.delta", **where, content_index=0, delta=piece)
             yield event("response.output_text.done", **where, content_index=0, text=text)
             done = item["content"][0]
@@ -167,11 +169,6 @@ async def _events(response: dict[str, Any]) -> AsyncIterator[dict[str, str]]:
             yield event("response.function_call_arguments.done", **where, arguments=arguments)
         yield event("response.output_item.done", output_index=index, item=item)
     yield event("response.completed", response=response)
-
-
-def _pieces(text: str) -> list[str]:
-    """Word-sized deltas; joined, they give ``text`` back."""
-    return [p for p in re.split(r"(?<=\s)(?=\S)", text) if p]
 
 
 def error(message: str, status: int) -> Response:
