@@ -254,7 +254,12 @@ def _read_json(root: Path, path: Path, kind: str, found: BeltDataset) -> tuple[A
                 "from inside the dataset folder"
             )
         text = read_text(path, limit=SCENARIO_LIMIT, kind=kind)
-        return parse_json(text, path, constants=False), text
+        data = parse_json(text, path, constants=False)
+        # "\ud800" is valid JSON and no text: no task, file or prompt could hold it.
+        from bat.evaluation.inputs.dataset import _refuse_lone_surrogates
+
+        _refuse_lone_surrogates(path, text)
+        return data, text
     except InputError as exc:
         found.problems.append(exc.message)
         return None

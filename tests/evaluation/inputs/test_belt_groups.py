@@ -152,6 +152,7 @@ def test_what_bat_does_not_use_is_warned_one_line_per_key(tmp_path):
         (None, {"a.json": scenario("a", llm_scorer_evidence_files=["rubric.md"])}, "a.json: llm_scorer_evidence_files.0 (line 9): 'rubric.md': no such file"),  # noqa: E501
         (None, {"a.json": '{"name": "a", "name": "a", "turns": [{"message": "x"}]}'}, "a.json: name (line 1): duplicate key"),  # noqa: E501
         (None, {"a.json": '{"name": "a", "turns": [{"message": "x"}], "tags": [NaN]}'}, "a.json: NaN (line 1): not JSON"),  # noqa: E501
+        (None, {"a.json": '{"name": "a",\n "turns": [{"message": "x \\udc00"}]}'}, "a.json: turns[0].message (line 2): holds half of a UTF-16 surrogate pair (U+DC00)"),  # noqa: E501
     ],
 )  # fmt: skip
 def test_each_problem_is_one_clear_line_naming_file_and_key(tmp_path, config, files, wanted):
@@ -271,7 +272,7 @@ EXAMPLE_CONFIG = {"working_dir": "repo", "default_tags": ["t"], "workspace_ref":
     files=fk.belt_group_files(
         {"_config.json": EXAMPLE_CONFIG, "create_greeting.json": EXAMPLE_SCENARIO}
     )
-)  # noqa: E501
+)
 def test_any_scenario_or_config_gives_tasks_or_one_input_error(tmp_path_factory, files):
     folder = tmp_path_factory.mktemp("belt")
     (folder / "repo").mkdir()
