@@ -29,3 +29,10 @@ install() {
 # Claude Code ships a native binary (an optional dependency per platform) behind
 # node_modules/.bin/claude; its package asks for node >= 22, which npm only warns about.
 install claude-code @anthropic-ai/claude-code 2.1.332
+
+# Qwen Code: the newest release whose package allows node 20 (0.21 and later ask for 22).
+install qwen-code @qwen-code/qwen-code 0.15.10
+
+# OpenAI Codex CLI: a native binary, fetched as the optional dependency
+# @openai/codex-linux-x64 (and the like) of the pinned version.
+install codex @openai/codex 0.171.0

@@ -59,6 +59,7 @@ class CliSession:
         *,
         options: Mapping[str, Any],
         source: workspaces.Source,
+        sources: Mapping[str, workspaces.Source] | None = None,  # by task id (belt groups)
         base: Path,
         model: ModelTarget,
         model_dir: Path,
@@ -69,6 +70,7 @@ class CliSession:
         self.adapter = adapter
         self.options = dict(options)
         self.source = source
+        self.sources = dict(sources or {})
         self.base = base
         self.model = model
         self.model_dir = model_dir
@@ -104,7 +106,8 @@ class CliSession:
         trace = EpisodeTrace(context_id=session_id)
         started = time.monotonic()
         try:
-            space = await asyncio.to_thread(workspaces.make, self.source, self.base)
+            source = self.sources.get(work.task.id, self.source) if work else self.source
+            space = await asyncio.to_thread(workspaces.make, source, self.base)
         except BatError as exc:
             return _infra(trace, "crash", f"the workspace could not be made: {exc.message}")
         observed: Observed | None = None

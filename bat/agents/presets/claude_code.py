@@ -65,13 +65,12 @@ class ClaudeCode(CliAgent):
             "acceptEdits",
             f"--permission-mode: {', '.join(PERMISSION_MODES)}",
         ),
-        Option("max_turns", None, "--max-turns: model calls of one turn at most (None: no limit)"),
+        Option("max_turns", None, "--max-turns: model calls of one turn at most (null: no limit)"),
         Option("max_retries", 0, "CLAUDE_CODE_MAX_RETRIES: retries of a failed model call"),
         Option("extra_args", [], "more arguments, before the message"),
     )
     variables = (
         ("ANTHROPIC_BASE_URL", "the model's address (the run's models: entry)"),
-        ("ANTHROPIC_API_KEY", "the key sent as x-api-key"),
         ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "no telemetry, error reports or updates"),
         ("CLAUDE_CODE_MAX_RETRIES", "retries of a failed model call"),
         ("IS_SANDBOX", "lets bypassPermissions run as root"),

@@ -552,3 +552,25 @@ def raise_problems(root: Path, problems: list[str]) -> None:
         if len(problems) > MAX_PROBLEMS:
             shown.append(f"... and {integer(len(problems) - MAX_PROBLEMS)} more")
         raise InputError(f"{root} has {counted(len(problems), 'problem')}", details=shown)
+
+
+# belt's agent names that bat's presets spell otherwise.
+AGENT_NAMES = {"claude": "claude-code", "gemini-cli": "gemini", "qwen": "qwen-code"}
+
+
+def group_agents(root: Path) -> dict[str, list[str]]:
+    """bat's adapter name of each agent the groups under ``root`` name, with the groups
+    naming it (only the ``_config.json`` files are read: eval.yaml's loader asks)."""
+    from bat.input_files import load_json
+
+    agents: dict[str, list[str]] = {}
+    for folder in _group_folders(root):
+        try:
+            data = load_json(folder / CONFIG_FILE, kind="a belt group's _config.json")
+        except InputError:
+            continue  # said with every other problem when the dataset is read
+        name = data.get("agent") if isinstance(data, dict) else None
+        if isinstance(name, str) and name.strip():
+            name = AGENT_NAMES.get(name.strip(), name.strip())
+            agents.setdefault(name, []).append(folder.relative_to(root).as_posix() or ".")
+    return agents

@@ -468,7 +468,8 @@ class AgentSpec(_Strict):
         """An adapter name and its options are checked when the file is read: a typo
         shows before any episode runs."""
         if self.adapter == "a2a":
-            if self.options:
+            # Without an adapter named, a belt group dataset may name it (_with_belt_agent).
+            if self.options and "adapter" in self.model_fields_set:
                 raise ValueError("options are a command-line adapter's; adapter is a2a")
             return self
         from bat.agents.registry import options_problem
@@ -832,6 +833,7 @@ def load_config(
         raise InputError(message, details=[*problems, *hint])
     model_dirs = _model_dirs(config.models, file, text)
     _check_scripts(config.models, config.judges, base, file)
+    config = _with_belt_agent(config, base / config.evaluation.dataset, file)
     evaluation = config.evaluation
     extra_warnings: list[str] = []
     if evaluation.agent_url:
@@ -858,6 +860,40 @@ def load_config(
         warnings=tuple(ignored + config_warnings(config, file) + extra_warnings),
         dotenv=dotenv,
     )
+
+
+def _with_belt_agent(config: EvalConfig, dataset: Path, file: Path) -> EvalConfig:
+    """A belt scenario group as the dataset names its agent (``_config.json``'s
+    ``agent``): that is the run's adapter, unless eval.yaml names one. Groups naming
+    different agents are run apart (or eval.yaml says which adapter runs them all)."""
+    from bat.evaluation.inputs.belt_groups import group_agents, is_belt_folder
+
+    agent = config.evaluation.agent
+    if "adapter" in agent.model_fields_set:
+        return config
+    agents = group_agents(dataset) if is_belt_folder(dataset) else {}
+    if not agents:
+        if agent.options:
+            raise InputError(
+                f"{file}: evaluation.agent.options are a command-line adapter's: name it "
+                "in evaluation.agent.adapter (bat agents lists them)"
+            )
+        return config
+    if len(agents) > 1:
+        named = "; ".join(f"{name} ({', '.join(groups[:3])})" for name, groups in agents.items())
+        raise InputError(
+            f"{dataset}: the groups name different agents: {named}: run them apart, or "
+            f"set evaluation.agent.adapter in {file}"
+        )
+    (name,) = agents
+    from bat.agents.registry import options_problem
+
+    problem = options_problem(name, dict(agent.options))
+    if problem:
+        raise InputError(f"{dataset}: _config.json: agent {name!r}: {problem}")
+    chosen = agent.model_copy(update={"adapter": name})
+    evaluation = config.evaluation.model_copy(update={"agent": chosen})
+    return config.model_copy(update={"evaluation": evaluation})
 
 
 def _check_scripts(

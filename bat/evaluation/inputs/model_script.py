@@ -36,8 +36,9 @@ answers, and with none the reply is ``echo: <last user message>``::
 * ``tool_calls``: the tools the model asks for, ``[{name, args}]`` (``reply`` optional,
   sent beside them). Such a rule never answers a conversation whose last message is a
   tool result, so a tool loop ends. ``{cwd}`` in a string of ``args`` is the working
-  directory the agent's prompt states (a line ``Primary working directory: PATH`` or
-  ``Working directory: PATH``), for tools that want an absolute path (Claude Code's
+  directory the agent's prompt states (a line ``Primary working directory: PATH``,
+  ``I'm currently working in the directory: PATH``, or ``<cwd>PATH</cwd>``), for tools
+  that want an absolute path (Claude Code's
   ``Write``: ``{file_path: '{cwd}/notes.txt', content: hi}``); a run's workspace is a
   fresh folder each episode, so a script cannot spell it out.
 * ``after_tool``: a tool name, or ``*`` for any: the rule answers only a conversation
@@ -76,10 +77,13 @@ from pydantic import (
 ECHO = "echo: {last}"
 PLACEHOLDER = re.compile(r"\{(last|first|user_count|message_count|result)\}")
 Messages = list[dict[str, Any]]
-# The working directory an agent's system prompt states (Claude Code: "Primary working
-# directory: /x"), for {cwd} in a tool call's arguments; the first such line counts.
+# The working directory an agent's system prompt states, for {cwd} in a tool call's
+# arguments; the first one found counts. A line "...working directory: /x" (Claude Code:
+# "Primary working directory:"), "...working in the directory: /x" (Qwen Code: "I'm
+# currently working in the directory:"), or a <cwd>/x</cwd> tag (Codex's environment).
 WORKING_DIRECTORY = re.compile(
-    r"(?im)^[\s*-]*(?:primary\s+)?working directory:[ \t]*(\S[^\n]*?)\s*$"
+    r"(?im)^[^\n:]{0,60}?\bworking (?:in the )?directory:[ \t]*(\S[^\r\n]*?)[ \t\r]*$"
+    r"|<cwd>[ \t]*([^<\n]+?)[ \t]*</cwd>"
 )
 CWD = "{cwd}"
 LONGEST_DELAY_MS = 600_000  # ten minutes: longer than any turn timeout worth testing
@@ -300,7 +304,7 @@ class Conversation:
     def cwd(self) -> str:
         """The working directory the prompt states; "." when it states none."""
         found = WORKING_DIRECTORY.search(self.prompt)
-        return found.group(1) if found else "."
+        return (found.group(1) or found.group(2)) if found else "."
 
     def calls(self, rule: Rule | None) -> list[ToolCall]:
         """The tool calls ``rule`` asks for, ``{cwd}`` in their arguments filled in."""

@@ -270,6 +270,11 @@ class _View:
     # what a coding agent did, so the judge sees the changed paths and the diff.
     changes: str | None = None
     diff: str | None = None
+    # A task's own words to the judge (a belt scenario's llm_scorer_instruction and the
+    # texts of its llm_scorer_evidence_files, read when the dataset was): for the judge
+    # only, never sent to the agent.
+    instruction: str | None = None
+    evidence: list[tuple[str, str]] = field(default_factory=list)
 
     @classmethod
     def of(cls, episode: EpisodeResult, task: TaskSpec | None) -> _View:
@@ -297,6 +302,7 @@ class _View:
             agent_calls=[c.name for c in episode.trace.agent_calls],
             numbers=list(range(1, len(calls) + 1)),
             **_workspace_parts(episode),
+            **_task_parts(task),
         )
 
     def render(self) -> str:
@@ -335,13 +341,25 @@ class _View:
         if self.changes is not None:
             lines += ["", "## Changes to the workspace", self.changes]
             lines += ["", "## Diff of the workspace", _literal(self.diff or "(none)")]
-        lines += ["END EPISODE", "", USER_TAIL]
+        lines += ["END EPISODE", ""]
+        if self.instruction or self.evidence:
+            # The dataset author's words (outside the episode: they are instructions).
+            lines.append("The dataset adds for this task (judge the episode with it in mind):")
+            if self.instruction:
+                lines.append(_literal(self.instruction))
+            for path, text in self.evidence:
+                lines.append(
+                    f"<evidence_file path={_literal(path)}>{_literal(text)}</evidence_file>"
+                )
+            lines.append("")
+        lines.append(USER_TAIL)
         return "\n".join(lines)
 
     def fit(self, budget: int) -> str:
         """The rendering, cut as needed (least important first) to stay within ``budget``."""
         text = self.render()
-        steps = (self._trim_diff, self._trim_calls, self._drop_calls, self._trim_outputs)
+        steps = (self._trim_evidence, self._trim_diff, self._trim_calls, self._drop_calls)
+        steps += (self._trim_outputs,)
         for step in (*steps, self._trim_inputs):
             for _ in range(3):  # escapes make a literal longer than its text: re-measure
                 if len(text) <= budget:
@@ -358,6 +376,13 @@ class _View:
         if all(n <= cap for n in lengths):
             return None
         return [trim_text(t, cap) for t in texts]
+
+    def _trim_evidence(self, excess: int) -> bool:
+        cut = self._shrink([text for _, text in self.evidence], excess, TRAJECTORY_FLOOR)
+        if cut is None:
+            return False
+        self.evidence = [(path, text) for (path, _), text in zip(self.evidence, cut, strict=True)]
+        return True
 
     def _trim_diff(self, excess: int) -> bool:
         if not self.diff or len(self.diff) <= TRAJECTORY_FLOOR:
@@ -424,3 +449,19 @@ def _workspace_parts(episode: EpisodeResult) -> dict[str, Any]:
         )
     ]
     return {"changes": _literal("; ".join(listed)), "diff": space.git_diff}
+
+
+def _task_parts(task: TaskSpec | None) -> dict[str, Any]:
+    meta = task.meta if task is not None else {}
+    instruction = meta.get("llm_scorer_instruction")
+    evidence = [
+        (item["path"], item["text"])
+        for item in meta.get("llm_scorer_evidence_files") or []
+        if isinstance(item, dict)
+        and isinstance(item.get("path"), str)
+        and isinstance(item.get("text"), str)
+    ]
+    return {
+        "instruction": instruction if isinstance(instruction, str) else None,
+        "evidence": evidence,
+    }

@@ -70,6 +70,9 @@ def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None)
             "workspace": (
                 agent.workspace.model_dump(mode="json") if agent.adapter != "a2a" else None
             ),
+            "workspace_from_groups": agent.adapter != "a2a"
+            and "workspace" not in agent.model_fields_set
+            and _belt_folder(resolved.dataset),
         },
         "models": [
             {
@@ -132,11 +135,14 @@ def describe(
     if agent["adapter"] != "a2a":
         space = agent["workspace"]
         ref = f" at {space['ref']}" if space["ref"] else ""
+        where = space["source"]
+        if agent["workspace_from_groups"]:
+            where, ref = "its belt group's working_dir (or fixture_repo)", ""
         options = f" (options: {', '.join(agent['options'])})" if agent["options"] else ""
         lines[-2:] = [
             f"timeouts       turn {timeouts['turn']:g} s",
             f"agent          {agent['adapter']}, a command-line agent run per turn{options}",
-            f"workspaces     a copy of {space['source']}{ref} per episode, kept: {space['keep']}",
+            f"workspaces     a copy of {where}{ref} per episode, kept: {space['keep']}",
         ]
     if agent["env"]:
         lines.append(f"agent env      {', '.join(agent['env'])}")
@@ -203,3 +209,9 @@ def plan(
         lines.append(checked.agent_python.line())
     lines.append("dry run: nothing was started or written")
     return "\n".join(lines), checked.warnings
+
+
+def _belt_folder(path: Any) -> bool:
+    from bat.evaluation.inputs.belt_groups import is_belt_folder
+
+    return is_belt_folder(path)

@@ -17,6 +17,7 @@ from bat.agents.kinds import ModelTarget
 from bat.agents.registry import ready
 from bat.agents.workspace import Resource, Source
 from bat.evaluation.inputs.config import ModelSpec, ResolvedConfig
+from bat.evaluation.inputs.dataset import Dataset
 from bat.evaluation.run.progress import Progress
 from bat.evaluation.run.runner import CredentialWatch, EpisodeRunner, run_on_a_loop
 from bat.secrets import Scrubber
@@ -31,8 +32,29 @@ def source_of(resolved: ResolvedConfig) -> Source:
     return Source(path=workspace.source, ref=workspace.ref, resources=resources)
 
 
+def group_sources(resolved: ResolvedConfig, dataset: Dataset) -> dict[str, Source]:
+    """Each task's workspace from its belt group (``working_dir`` or ``fixture_repo``,
+    ``resources``), by task id, unless eval.yaml sets ``evaluation.agent.workspace``,
+    which then holds for every task."""
+    if "workspace" in resolved.evaluation.agent.model_fields_set:
+        return {}
+    sources = {}
+    for group in getattr(dataset, "groups", None) or []:
+        space = group.workspace
+        if not space.get("source"):
+            continue
+        resources = tuple(
+            Resource(source=Path(item["source"]), dest=item["dest"], version=item.get("version"))
+            for item in space.get("resources", [])
+        )
+        source = Source(path=space["source"], ref=space.get("ref"), resources=resources)
+        sources.update({task_id: source for task_id in group.task_ids})
+    return sources
+
+
 def run_cli_work(
     resolved: ResolvedConfig,
+    dataset: Dataset,
     model_dir: Path,
     model: ModelSpec | None,
     record,
@@ -51,12 +73,14 @@ def run_cli_work(
         else ModelTarget()
     )
     source = source_of(resolved)
+    sources = group_sources(resolved, dataset)
 
     def session() -> CliSession:
         return CliSession(
             adapter,
             options=adapter.settings,
             source=source,
+            sources=sources,
             base=resolved.base,
             model=target,
             model_dir=model_dir,
@@ -65,9 +89,9 @@ def run_cli_work(
             scrub=scrubber.text,
         )
 
+    where = "its group's folder" if sources else source.path
     say(
-        f"[{record.label}] {adapter.name}: {len(work)} episode(s), each in a workspace "
-        f"from {source.path}"
+        f"[{record.label}] {adapter.name}: {len(work)} episode(s), each in a workspace from {where}"
     )
     progress = Progress(record.label, len(work))
     runner = EpisodeRunner(

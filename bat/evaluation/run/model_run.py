@@ -98,7 +98,7 @@ def run_model(
         if evaluation.agent.adapter != "a2a":
             from bat.evaluation.run.cli_run import run_cli_work
 
-            run_cli_work(resolved, model_dir, model, record, work, say, scrubber)
+            run_cli_work(resolved, dataset, model_dir, model, record, work, say, scrubber)
             return
         _run_work(resolved, settings, run_dir, model, record, work, say, scrubber, python)
 

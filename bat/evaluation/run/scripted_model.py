@@ -10,7 +10,9 @@ check of its wiring, runs offline and gets the same answers every time:
   ``data: [DONE]`` when ``"stream": true``) and ``GET /v1/models``;
 * Ollama: ``POST /api/chat`` (JSON, or NDJSON lines: Ollama streams unless told not to);
 * Anthropic messages: ``POST /v1/messages`` (JSON, or SSE events when ``"stream": true``)
-  and ``POST /v1/messages/count_tokens`` (:mod:`bat.evaluation.run.wire_anthropic`).
+  and ``POST /v1/messages/count_tokens`` (:mod:`bat.evaluation.run.wire_anthropic`);
+* OpenAI responses: ``POST /v1/responses`` (JSON, or SSE events when ``"stream": true``;
+  :mod:`bat.evaluation.run.wire_responses`).
 
 Each route is a small method of :class:`ScriptedModel`; each protocol is a :class:`Wire`,
 which words a reply and an error its own way. Deterministic: a fixed clock and counted
@@ -52,7 +54,7 @@ from starlette.routing import Route
 
 from bat.errors import OperationError
 from bat.evaluation.inputs.model_script import Conversation, Rule, Rules, RuleTooSlow, ToolCall
-from bat.evaluation.run import wire_anthropic
+from bat.evaluation.run import wire_anthropic, wire_responses
 
 HOST = "127.0.0.1"
 # A fixed clock and counted ids instead of time and random ids: identical request
@@ -218,6 +220,7 @@ def ollama_error(message: str, status: int) -> Response:
 OPENAI = Wire(openai_answer, openai_error)
 OLLAMA = Wire(ollama_answer, ollama_error)
 ANTHROPIC = Wire(wire_anthropic.answer, wire_anthropic.error, wire_anthropic.messages)
+RESPONSES = Wire(wire_responses.answer, wire_responses.error, wire_responses.messages)
 
 
 # --- the server ------------------------------------------------------------------------
@@ -244,6 +247,7 @@ class ScriptedModel:
             Route("/api/chat", self.ollama_chat, methods=["POST"]),
             Route("/v1/messages", self.anthropic_messages, methods=["POST"]),
             Route("/v1/messages/count_tokens", self.count_tokens, methods=["POST"]),
+            Route("/v1/responses", self.responses, methods=["POST"]),
         ]
 
     def app(self) -> Starlette:
@@ -257,6 +261,9 @@ class ScriptedModel:
 
     async def anthropic_messages(self, request: Request) -> Response:
         return await self.chat(request, ANTHROPIC)
+
+    async def responses(self, request: Request) -> Response:
+        return await self.chat(request, RESPONSES)
 
     async def count_tokens(self, request: Request) -> Response:
         try:

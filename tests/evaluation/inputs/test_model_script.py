@@ -163,3 +163,21 @@ def test_a_file_that_is_no_script_is_one_line(tmp_path, name, text, words):
         Rules.load(path)
     message = str(caught.value)
     assert words in message and "\n" not in message and str(path) not in message, message
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "I'm currently working in the directory: /work/x y",  # Qwen Code's context message
+        "  Working directory: /work/x y",  # opencode's <env> block
+        " - Primary working directory: /work/x y",  # Claude Code's system prompt
+    ],
+)
+def test_cwd_is_the_working_directory_each_cli_states(line):
+    rules = Rules.from_data([{"tool_calls": [{"name": "W", "args": {"p": "{cwd}/a.txt"}}]}])
+    context = f"Today's date is Monday.\n{line}\nHere is the folder structure:"
+    conversation = Conversation.of(
+        [{"role": "user", "content": context}, {"role": "user", "content": "go"}]
+    )
+    (call,) = conversation.calls(rules.first(conversation))
+    assert call.args == {"p": "/work/x y/a.txt"}

@@ -290,3 +290,22 @@ def test_a_command_line_agents_workspace_is_shown_to_the_judge_and_cut_first():
     assert len(prompt.user) <= 12000  # the long diff was cut to the budget
     assert "It is sunny in Rome." in prompt.user  # before anything else was
     assert "## Changes to the workspace" not in build_prompt(episode(), TASK).user
+
+
+def test_a_tasks_judge_instruction_and_evidence_reach_the_judge_outside_the_episode():
+    task = TaskSpec(
+        id="weather",
+        turns=["Weather in Rome?"],
+        meta={
+            "llm_scorer_instruction": "Reward a one-line answer.",
+            "llm_scorer_evidence_files": [{"path": "rubric.md", "text": "RUBRIC " * 5000}],
+        },
+    )
+    prompt = build_prompt(episode(), task)
+    after = prompt.user.split("END EPISODE", 1)[1]
+    assert '"Reward a one-line answer."' in after
+    assert '<evidence_file path="rubric.md">"RUBRIC' in after
+    assert "Reward a one-line answer" not in prompt.user.split("END EPISODE", 1)[0]
+    assert len(prompt.user) <= 12000  # the long evidence was cut first
+    assert "It is sunny in Rome." in prompt.user
+    assert "The dataset adds" not in build_prompt(episode(), TASK).user

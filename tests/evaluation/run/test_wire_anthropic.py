@@ -148,3 +148,21 @@ def test_cwd_without_a_working_directory_line_is_dot():
     conversation = Conversation.of([{"role": "user", "content": "go"}])
     (call,) = conversation.calls(rules.first(conversation))
     assert call.args == {"p": ["./x", 1]}
+
+
+@pytest.mark.parametrize(
+    ("prompt", "cwd"),
+    [
+        (
+            "# Environment\n - Primary working directory: /tmp/a b\n - Is a git repository",
+            "/tmp/a b",
+        ),
+        ("My operating system is: linux\nI'm currently working in the directory: /w/q\n", "/w/q"),
+        ("<environment_context>\n  <cwd>/w/codex</cwd>\n</environment_context>", "/w/codex"),
+        ("Working directory: /w\r\n", "/w"),
+        ("no directory here: /x", "."),
+    ],
+)
+def test_cwd_is_read_from_each_clis_wording(prompt, cwd):
+    conversation = Conversation.of([{"role": "system", "content": prompt}])
+    assert conversation.cwd == cwd

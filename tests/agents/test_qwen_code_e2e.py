@@ -1,0 +1,167 @@
+"""``bat eval.run`` with ``adapter: qwen-code``: the real Qwen Code (pinned by
+.ci/coding_agents.sh) against bat's scripted model, offline. Two runs:
+
+* Qwen Code under ``strace`` (the ``executable`` option names a wrapper): a file created
+  and checked, a resumed second turn whose request carries the first, and every
+  connect(2) of every process it started going to loopback;
+* ``approval_mode: plan`` beside a model server that is gone: a refused write is a
+  failed check of a completed episode (Qwen Code exits 0), and a dead model is the turn's
+  ``model_error`` within the turn timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.coding_agents import cli_path
+from tests.conftest import run_bat
+from tests.evalkit import free_port
+
+RULES = [
+    {"after_tool": "write_file", "reply": "Wrote it: {result}"},
+    {
+        "match": "make hello",
+        "tool_calls": [
+            {
+                "name": "write_file",
+                "args": {"file_path": "{cwd}/hello.txt", "content": "hi there\n"},
+            }
+        ],
+    },
+    # Only a conversation holding the first turn answers the second: a resumed session.
+    {"regex": "(?s)remember apples.*what fruit", "scope": "prompt", "reply": "You said apples."},
+    {"match": "remember", "reply": "Noted."},
+]
+CREATES = {
+    "id": "creates",
+    "turns": ["please make hello"],
+    "expected": {
+        "files_created": ["hello.txt"],
+        "file_contains": {"hello.txt": "hi there"},
+        "tools_invoked": ["write_file"],
+        "output_must_contain": ["Successfully created"],
+    },
+}
+RESUMES = {
+    "id": "resumes",
+    "turns": ["remember apples", "what fruit did I name?"],
+    "expected": {"output_must_contain": ["You said apples."], "no_errors": True},
+}
+SCRIPTED = {
+    "name": "scripted",
+    "provider": "openai",
+    "model": "qwen-scripted",
+    "script": "rules.yaml",
+}
+WRAPPER = """#!/bin/sh
+exec strace -f -qq -e trace=connect -o "{traces}/connect.$$" {qwen} "$@"
+"""
+INET = re.compile(r"connect\(\d+, \{sa_family=AF_INET6?, (?P<where>[^}]*)\}")
+
+
+@pytest.fixture(scope="module")
+def qwen() -> Path:
+    return cli_path("qwen-code", "qwen")
+
+
+def _project(root: Path, tasks: list[dict], options: dict, models: list[dict]) -> Path:
+    (root / "repo").mkdir(parents=True)
+    (root / "repo" / "README").write_text("the user's project\n")
+    (root / "rules.yaml").write_text(yaml.safe_dump(RULES))
+    (root / "tasks.json").write_text(json.dumps(tasks))
+    evaluation = {
+        "dataset": "tasks.json",
+        "k": 1,
+        "concurrency": 4,
+        "turn_timeout_s": 20,
+        "agent": {"adapter": "qwen-code", "options": options, "workspace": {"source": "repo"}},
+    }
+    (root / "eval").mkdir()
+    (root / "eval" / "eval.yaml").write_text(
+        yaml.safe_dump({"evaluation": evaluation, "models": models})
+    )
+    return root
+
+
+def _eval_run(root: Path, home: Path) -> tuple[dict[tuple[str, str], dict], float]:
+    """Run bat in-process with an empty HOME and no OPENAI_/BAT_ variables of the caller."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(home))
+        for key in [k for k in os.environ if k.startswith(("BAT_", "OPENAI_", "QWEN_"))]:
+            patch.delenv(key)
+        started = time.monotonic()
+        result = run_bat("eval.run", cwd=root)
+        elapsed = time.monotonic() - started
+    assert result.code == 0, result.out + result.err
+    (run,) = (root / "eval" / "output").glob("2*")
+    episodes = {
+        (path.parent.parent.name, path.stem): json.loads(path.read_text())
+        for path in run.glob("*/episodes/*.json")
+    }
+    return episodes, elapsed
+
+
+def test_a_file_made_a_resumed_turn_and_no_connection_beyond_loopback(qwen, tmp_path):
+    if shutil.which("strace") is None:
+        reason = "strace is not installed (apt-get install strace)"
+        pytest.fail(reason) if os.environ.get("CI") else pytest.skip(reason)
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    wrapper = tmp_path / "qwen-traced"
+    wrapper.write_text(WRAPPER.format(traces=traces, qwen=qwen))
+    wrapper.chmod(0o755)
+    root = _project(tmp_path / "p", [CREATES, RESUMES], {"executable": str(wrapper)}, [SCRIPTED])
+    episodes, _ = _eval_run(root, tmp_path)
+
+    made = episodes[("scripted", "creates__try1")]
+    assert made["status"] == "completed" and made["verdict"]["passed"], made["verdict"]
+    (call,) = made["trace"]["tool_calls"]
+    assert call["name"] == "write_file" and call["error"] is False
+    assert call["args"]["file_path"].endswith("/hello.txt")
+    assert made["trace"]["workspace"]["changes"]["created"] == ["hello.txt"]
+    assert made["trace"]["usage"]["model_calls"] == 2
+
+    resumed = episodes[("scripted", "resumes__try1")]
+    assert resumed["verdict"]["passed"], resumed["verdict"]
+    first, second = resumed["trace"]["turns"]
+    assert (first["output"], second["output"]) == ("Noted.", "You said apples.")
+
+    lines = [line for path in traces.iterdir() for line in path.read_text().splitlines()]
+    connects = [m.group("where") for line in lines if (m := INET.search(line))]
+    assert connects, "strace saw no connect at all"
+    outside = [c for c in connects if '"127.0.0.1"' not in c and '"::1"' not in c]
+    assert not outside, outside
+
+
+def test_a_refused_write_fails_its_check_and_a_dead_model_is_a_model_error(qwen, tmp_path):
+    dead = {
+        "name": "gone",
+        "provider": "openai",
+        "model": "qwen-gone",
+        "base_url": f"http://127.0.0.1:{free_port()}/v1",
+        "env": {"OPENAI_API_KEY": "sk-nobody-listens"},
+    }
+    options = {"executable": str(qwen), "approval_mode": "plan"}
+    root = _project(tmp_path / "p", [CREATES], options, [SCRIPTED, dead])
+    episodes, elapsed = _eval_run(root, tmp_path)
+
+    refused = episodes[("scripted", "creates__try1")]
+    assert refused["status"] == "completed" and refused["agent_error"] is None
+    assert not refused["verdict"]["passed"]
+    (call,) = refused["trace"]["tool_calls"]
+    assert call["error"] is True and "declined" in call["result"]
+    assert refused["trace"]["turns"][0]["exit_code"] == 0
+    assert refused["trace"]["workspace"]["changes"]["created"] == []
+
+    gone = episodes[("gone", "creates__try1")]
+    assert gone["status"] == "error" and gone["agent_error"]["kind"] == "model_error"
+    assert "Connection error" in gone["agent_error"]["message"]
+    assert gone["trace"]["turns"][0]["wall_time_s"] < 20 and elapsed < 40
