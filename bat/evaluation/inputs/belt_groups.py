@@ -466,9 +466,12 @@ def _scenario(
     tags = data.get("tags", [])
     if not _texts(tags):
         problem(("tags",), "expected a list of tags (text, 1 to 100 characters)")
-    if len(found.problems) != before:
+        tags = []
+    if not bat_turns or (len(found.problems) != before and len(bat_turns) != len(turns)):
         return None
-    task_id = f"{group}/{name}" if group else name
+    # A wrong name or meta still gives a task, so that its turns' problems (an unknown
+    # expect field) are listed too; the problems noted make the load fail all the same.
+    task_id = f"{group}/{stem}" if group else stem
     found.sources[task_id] = (path, text)
     return {
         "id": task_id,

@@ -200,6 +200,14 @@ def test_every_problem_of_every_file_is_listed_at_once(tmp_path):
     ]
 
 
+def test_a_wrong_name_does_not_hide_the_turns_problems(tmp_path):
+    group(tmp_path, a=scenario("b", {"message": "x", "expect": {"bogus": 1}}))
+    assert problems(tmp_path)[1:] == [
+        f"{tmp_path}/a.json: name (line 2): 'b': a scenario's name is its file's name ('a')",
+        f"{tmp_path}/a.json: turns[0].expect.bogus (line 7): unknown key",
+    ]
+
+
 def test_a_wrong_config_does_not_hide_the_scenarios_problems(tmp_path):
     group(tmp_path, {"agent": 3, "working_dir": "repo"}, a=scenario("b"))
     found = problems(tmp_path)
