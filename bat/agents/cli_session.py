@@ -109,9 +109,11 @@ class CliSession:
             source = self.sources.get(work.task.id, self.source) if work else self.source
             space = await asyncio.to_thread(workspaces.make, source, self.base)
         except BatError as exc:
-            return _infra(trace, "crash", f"the workspace could not be made: {exc.message}")
+            return _infra(trace, "not_run", f"the workspace could not be made: {exc.message}")
         observed: Observed | None = None
         try:
+            if space.resources:  # belt's resource_lock.json, beside the raw output
+                _write_lock(raw, space.resources)
             observed = await self._turns(space, turns, turn_timeout_s, templates, raw, trace)
             observed.trace.wall_time_s = round(time.monotonic() - started, 6)
             if observed.infra_error is None:
@@ -119,10 +121,15 @@ class CliSession:
                 extra = getattr(work.task, "turn_expected", None) if work is not None else None
                 record = await asyncio.to_thread(self._record, space, expected, extra)
                 observed.trace.workspace = record
+        except (BatError, OSError) as exc:
+            # The workspace failed under the episode (git, a full disk): not the agent's.
+            words = exc.message if isinstance(exc, BatError) else str(exc)
+            observed = _infra(trace, "crash", f"the workspace failed: {words}")
         finally:
             if observed is None or observed.infra_error is not None:
                 space.remove()
-        observed.after_verdict = lambda passed: self._settle(space, kept, passed)
+        if observed.infra_error is None:
+            observed.after_verdict = lambda passed: self._settle(space, kept, passed)
         return observed
 
     async def _turns(self, space, turns, turn_timeout_s, templates, raw, trace) -> Observed:
@@ -284,7 +291,10 @@ class CliSession:
     def _settle(self, space, kept: Path, passed: bool) -> str | None:
         """Keep or remove the workspace once the verdict is known; where it was kept."""
         if self.keep == "always" or (self.keep == "failed" and not passed):
-            return str(space.keep(kept))
+            try:
+                return str(space.keep(kept))
+            except OSError:  # shutil.Error too: a workspace that cannot be kept is removed
+                pass
         space.remove()
         return None
 
@@ -352,3 +362,12 @@ async def _in_thread(function, *args):
     import asyncio
 
     return await asyncio.to_thread(function, *args)
+
+
+def _write_lock(raw: Path, resources: list) -> None:
+    """Each resource installed in the workspace, with its sha256 (belt's lock file)."""
+    from bat.atomic import json_text, write_text_atomic
+
+    raw.mkdir(parents=True, exist_ok=True)
+    locks = [lock.model_dump(mode="json") for lock in resources]
+    write_text_atomic(raw / "resource_lock.json", json_text({"resources": locks}, indent=1))

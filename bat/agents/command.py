@@ -31,16 +31,14 @@ A program that prints other names maps them: ``fields`` renames the keys bat rea
 
 from __future__ import annotations
 
-import json
 import shlex
 from typing import Any
 
 from bat.agents.kinds import CliAgent, Invocation, Option, TurnInput, TurnOutput
+from bat.agents.presets._reading import count, events
 from bat.errors import InputError
 from bat.evaluation.log.episode import AGENT_ERROR_KINDS, AgentError, ToolCall, Usage
 
-MAX_EVENTS = 100_000  # events read of one turn
-MAX_LINE = 1_000_000  # characters of one line; a longer one is skipped
 KEYS = ("type", "id", "text", "name", "args", "result", "error", "kind", "message")
 KEYS += ("input_tokens", "output_tokens")
 TYPES = ("session", "text", "tool_call", "tool_result", "usage", "error")
@@ -129,15 +127,7 @@ def read_events(stdout: str, fields: dict[str, str], types: dict[str, str]) -> T
     calls: dict[str, ToolCall] = {}
     usage = Usage()
     seen_usage = False
-    for line in stdout.splitlines()[:MAX_EVENTS]:
-        if len(line) > MAX_LINE or not line.lstrip().startswith("{"):
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
+    for event in events(stdout):
         out.events += 1
         kind = event.get(key["type"])
         kind = kind_of.get(kind, kind) if isinstance(kind, str) else None
@@ -175,9 +165,6 @@ def read_events(stdout: str, fields: dict[str, str], types: dict[str, str]) -> T
 
 
 def _usage(prompt: Any, completion: Any) -> Usage:
-    def count(value: Any) -> int:
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
     p, c = count(prompt), count(completion)
     return Usage(prompt_tokens=p, completion_tokens=c, total_tokens=p + c, model_calls=1)
 

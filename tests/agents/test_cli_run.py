@@ -140,3 +140,51 @@ def test_a_wrong_agent_setting_is_one_line_before_anything_runs(bat, tmp_path, h
     assert not (root / "eval" / "output").exists() or not list(
         (root / "eval" / "output").glob("2*/*/episodes/*")
     )
+
+
+def test_resources_are_installed_locked_and_not_the_agents_changes(bat, tmp_path, home):
+    import hashlib
+
+    root = _project(
+        tmp_path,
+        [{"id": "uses", "turns": ["make a.txt"], "expected": {"files_created": ["a.txt"]}}],
+        workspace={
+            "source": "repo",
+            "resources": [{"source": "skill.md", "dest": ".skills/skill.md", "version": "1.2"}],
+        },
+    )
+    (root / "skill.md").write_text("# a skill\n")
+    assert bat("eval.run", cwd=root).code == 0
+    (episode,) = _episodes(root).values()
+    space = episode["trace"]["workspace"]
+    assert episode["verdict"]["passed"], episode["verdict"]["reason"]
+    assert space["changes"]["created"] == ["a.txt"]  # the resource was there before the agent
+    (lock,) = space["resources"]
+    assert lock == {
+        "source": "skill.md",
+        "dest": ".skills/skill.md",
+        "sha256": hashlib.sha256(b"# a skill\n").hexdigest(),
+        "version": "1.2",
+    }
+    (written,) = (root / "eval" / "output").glob("2*/*/raw/uses.1/resource_lock.json")
+    assert json.loads(written.read_text()) == {"resources": [lock]}
+
+
+def test_a_workspace_that_cannot_be_made_is_an_infrastructure_failure(bat, tmp_path, home):
+    import subprocess
+
+    root = _project(
+        tmp_path,
+        [{"id": "t", "turns": ["make a.txt"]}],
+        workspace={"source": "repo", "ref": "no-such-ref"},
+    )
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=root / "repo", check=True)
+    subprocess.run([*git, "add", "-A"], cwd=root / "repo", check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=root / "repo", check=True)
+    result = bat("eval.run", cwd=root)
+    assert result.code == 3, result.out + result.err  # infrastructure: the run is not trusted
+    (episode,) = _episodes(root).values()
+    assert episode["infra_error"]["kind"] == "not_run"
+    assert "the workspace could not be made" in episode["infra_error"]["message"]
+    assert "no-such-ref" in episode["infra_error"]["message"]

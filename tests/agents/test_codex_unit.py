@@ -84,6 +84,14 @@ def test_config_names_the_model_and_turns_off_the_rest():
     assert "x" not in document
 
 
+@given(url=st.text(max_size=40))
+@settings(max_examples=100, deadline=None)
+def test_any_base_url_is_one_toml_string(url):
+    invocation = Codex().invocation(_turn(base_url=url or "x"))
+    document = tomllib.loads(invocation.files[".codex/config.toml"])
+    assert document["model_providers"]["bat"]["base_url"] == (url or "x")
+
+
 def test_options_and_the_cli_own_model_when_the_run_names_none():
     agent = Codex({"executable": "/opt/c", "sandbox": "read-only", "extra_args": ["-c", "a=1"]})
     invocation = agent.invocation(_turn(options=agent.settings, model=None, base_url=None, env={}))
@@ -165,6 +173,11 @@ def test_a_warning_item_is_no_error_and_no_events_is_one():
     assert "printed no events (exit status 2)" in none.error.message
     assert "--bogus" in none.error.message
     cut = "\n".join(wrote.splitlines()[:4])  # killed before turn.completed
+    retried = wrote.replace(
+        '{"type":"turn.started"}',
+        '{"type":"turn.started"}\n{"type":"error","message":"Reconnecting... 1/5"}',
+    )
+    assert Codex().read(retried, "", 0).error is None  # a retry that went through
     assert "without completing" in Codex().read(cut, "", None).error.message
 
 

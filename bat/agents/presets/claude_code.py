@@ -27,20 +27,17 @@ Claude Code answers it and exits 0; the workspace checks fail instead.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from bat.agents.kinds import CliAgent, Invocation, Option, TurnInput, TurnOutput
+from bat.agents.presets._reading import MAX_EVENTS, MAX_MESSAGE, MAX_TEXT
+from bat.agents.presets._reading import events as _events
 from bat.errors import InputError
 from bat.evaluation.log.episode import AgentError, ToolCall, Usage
 
-MAX_EVENTS = 100_000  # events read of one turn
-MAX_LINE = 1_000_000  # characters of one line; a longer one is skipped
-MAX_TEXT = 100_000  # characters kept of a reply or a tool's result
-MAX_MESSAGE = 500  # characters of an error's message
 PERMISSION_MODES = ("acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "manual")
 PERMISSION_MODES += ("plan",)
 SKIPS = ("bypassPermissions",)  # modes (and the flag below) Claude Code refuses as root
@@ -134,24 +131,6 @@ class ClaudeCode(CliAgent):
         for event in _events(stdout):
             reading.take(event)
         return reading.output(stderr, exit_code)
-
-
-def _events(stdout: str):
-    """The JSON objects of ``stdout``, one a line, bounded; other lines skipped."""
-    count = 0
-    for line in stdout.splitlines():
-        if count >= MAX_EVENTS:
-            return
-        line = line.strip()
-        if not line.startswith("{") or len(line) > MAX_LINE:
-            continue
-        try:
-            event = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(event, dict):
-            count += 1
-            yield event
 
 
 @dataclass

@@ -18,10 +18,11 @@ Offline and bounded: a ``.codex/config.toml`` in the private HOME (Codex reads
 ``wire_api = "responses"`` (``/v1/responses``), its key read from ``OPENAI_API_KEY``,
 and no retries of a failed request or stream; feature ``unbounded_connection_retries``
 off, without which Codex waits for a model it cannot connect to forever ("Reconnecting...
-waiting for network"): a dead model is an error of the turn at once. It turns off what would reach beyond the model: plugins
-(Codex 0.171 looks up github.com and chatgpt.com for them at start), apps, analytics,
-update checks; approvals are ``never`` (nobody is there to answer one). With no
-``base_url`` (a ``models:`` entry without one) Codex uses its own provider and login.
+waiting for network"): a dead model is an error of the turn at once. It turns off what
+would reach beyond the model: plugins (Codex 0.171 looks up github.com and chatgpt.com
+for them at start), apps, analytics, update checks; approvals are ``never`` (nobody is
+there to answer one). With no ``base_url`` (a ``models:`` entry without one) Codex uses
+its own provider and login.
 
 What it prints (``--json``) is one JSON object per line: ``thread.started`` (the thread
 id a later turn resumes), ``turn.started``, ``item.started``/``item.completed`` for each
@@ -41,13 +42,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bat.agents.kinds import CliAgent, Invocation, Option, TurnInput, TurnOutput
+from bat.agents.presets._reading import MAX_EVENTS, MAX_MESSAGE, MAX_TEXT
+from bat.agents.presets._reading import events as _events
 from bat.errors import InputError
 from bat.evaluation.log.episode import AgentError, ToolCall, Usage
 
-MAX_EVENTS = 100_000  # events read of one turn
-MAX_LINE = 1_000_000  # characters of one line; a longer one is skipped
-MAX_TEXT = 100_000  # characters kept of a reply or a tool's result
-MAX_MESSAGE = 500  # characters of an error's message
 SANDBOXES = ("workspace-write", "read-only", "danger-full-access")
 CONFIG = ".codex/config.toml"
 KEY = "OPENAI_API_KEY"
@@ -80,9 +79,7 @@ class Codex(CliAgent):
         Option("sandbox", "workspace-write", f"--sandbox: {', '.join(SANDBOXES)}"),
         Option("extra_args", [], "more arguments, after bat's"),
     )
-    variables = (
-        (KEY, "the key sent as a bearer token to the run's model (env_key of its provider)"),
-    )
+    variables = (("HOME", "Codex reads $HOME/.codex/config.toml: bat writes the episode's there"),)
     install = "npm install -g @openai/codex (bat's CI: .ci/coding_agents.sh)"
 
     @classmethod
@@ -163,24 +160,6 @@ def _toml(text: str) -> str:
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
-def _events(stdout: str):
-    """The JSON objects of ``stdout``, one a line, bounded; other lines skipped."""
-    count = 0
-    for line in stdout.splitlines():
-        if count >= MAX_EVENTS:
-            return
-        line = line.strip()
-        if not line.startswith("{") or len(line) > MAX_LINE:
-            continue
-        try:
-            event = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(event, dict):
-            count += 1
-            yield event
-
-
 @dataclass
 class _Reading:
     """What the events of one turn said, as they come."""
@@ -191,6 +170,7 @@ class _Reading:
     calls: dict[str, ToolCall] = field(default_factory=dict)  # by item id, as they started
     usage: Usage | None = None
     completed: bool = False
+    failed: bool = False  # a turn.failed event
     failures: list[str] = field(default_factory=list)  # error / turn.failed messages
 
     def take(self, event: dict[str, Any]) -> None:
@@ -206,6 +186,7 @@ class _Reading:
             self.completed = True
             self.usage = _usage(event.get("usage"), self.usage)
         elif kind == "turn.failed":
+            self.failed = True
             error = event.get("error")
             said = error.get("message") if isinstance(error, dict) else None
             self.failures.append(_said(said) or "the turn failed")
@@ -238,8 +219,10 @@ class _Reading:
 
     def _error(self, stderr: str, exit_code: int | None) -> AgentError | None:
         """The turn's error from the closed set, or None: what ``error`` and
-        ``turn.failed`` said; with neither and no ``turn.completed``, stderr's last words."""
-        if self.completed and not self.failures:
+        ``turn.failed`` said; with neither and no ``turn.completed``, stderr's last words.
+        An ``error`` event in a turn that completed was a retry that then went through
+        ("Reconnecting... 1/5"), not the turn's error."""
+        if self.completed and not self.failed:
             return None
         if self.failures:
             said = self.failures[-1]

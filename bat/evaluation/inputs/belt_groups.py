@@ -463,6 +463,11 @@ def _scenario(
             bat_turn["expect"] = turn["expect"]
         bat_turns.append(bat_turn)
     meta = _meta(root, path, data, problem)
+    if meta.get("llm_scorer_raw_transcript"):
+        found.warnings.append(
+            f"{path}: llm_scorer_raw_transcript: bat's judges read the episode as bat "
+            "records it, not the CLI's raw output (kept in the run's raw/ folder)"
+        )
     tags = data.get("tags", [])
     if not _texts(tags):
         problem(("tags",), "expected a list of tags (text, 1 to 100 characters)")

@@ -148,6 +148,13 @@ def test_what_bat_does_not_use_is_warned_one_line_per_key(tmp_path):
     assert check_dataset(tmp_path).warnings == warnings
 
 
+def test_a_raw_transcript_for_the_judge_is_warned(tmp_path):
+    turn = {"message": "hi"}
+    group(tmp_path, {"working_dir": "repo"}, a=scenario("a", turn, llm_scorer_raw_transcript=True))
+    (warning,) = load_dataset(tmp_path).warnings
+    assert warning.startswith(f"{tmp_path}/a.json: llm_scorer_raw_transcript: bat's judges")
+
+
 @pytest.mark.parametrize(
     ("config", "files", "wanted"),
     [

@@ -10,6 +10,8 @@ import json
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bat.evaluation.inputs.model_script import Conversation, Rules
 from bat.evaluation.run.scripted_model import serving
@@ -153,3 +155,51 @@ def test_a_bad_body_is_a_400_in_openai_words(base, body):
     assert said.status_code == 400
     error = said.json()["error"]
     assert error["type"] == "invalid_request_error" and error["message"]
+
+
+def test_the_openai_sdk_reads_the_stream_and_the_json(base):
+    """OpenAI's own client parses what the wire sends (where the SDK is installed)."""
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(api_key="sk-test", base_url=f"{base}/v1", max_retries=0)
+    streamed = list(client.responses.create(model="codex-test", input="make it", stream=True))
+    kinds = [event.type for event in streamed]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    final = streamed[-1].response
+    assert final.output_text == "On it."
+    (call,) = [item for item in final.output if item.type == "function_call"]
+    assert call.name == "exec_command" and json.loads(call.arguments) == {"cmd": "touch a"}
+    assert final.usage.output_tokens == 3
+    said = client.responses.create(model="codex-test", input="count")
+    assert said.output_text == "users 1 first count" and said.status == "completed"
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=25,
+)
+ITEM = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": st.sampled_from(["message", "function_call", "function_call_output", "reasoning"])
+        | JSON,
+        "role": st.sampled_from(["user", "assistant", "developer", "system"]) | JSON,
+        "content": JSON,
+        "call_id": JSON,
+        "name": JSON,
+        "output": JSON,
+    },
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(body=st.dictionaries(st.sampled_from(["input", "instructions"]), JSON | st.lists(ITEM)))
+def test_any_body_is_a_conversation_or_one_value_error(body):
+    try:
+        found = messages(body)
+    except ValueError as exc:
+        assert "input" in str(exc)
+        return
+    Conversation.of(found)  # what the rules read, from any request
