@@ -473,6 +473,7 @@ BELT_TRAPS = [
     b'{"name": "NAME", "turns": [{"message": "x", "expect": {"files_created": ["/etc/x"]}}]}',
     b'{"name": "NAME", "turns": [{"message": "x"}], "llm_scorer_evidence_files": ["../x"]}',
     b'{"working_dir": ".", "fixture_repo": "x", "resources": [{"source": 1}]}',
+    b'{"name": "NAME", "description": "\\ud800", "turns": [{"message": "\\udc00"}]}',
     b"null",
     b"",
 ]

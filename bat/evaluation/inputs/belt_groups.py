@@ -122,6 +122,33 @@ class BeltDataset:
         return hashlib.sha256(self.snapshot()).hexdigest()
 
 
+def shared_settings(groups: list[BeltGroup]) -> tuple[str | None, dict[str, Any]]:
+    """The agent and workspace every group names, for a run (one agent and one workspace
+    source per run); an InputError naming two groups that differ (run each on its own:
+    point ``evaluation.dataset`` at one group)."""
+    if not groups:
+        return None, {}
+    first = groups[0]
+    for other in groups[1:]:
+        for what, mine, theirs in (
+            ("agent", first.agent, other.agent),
+            ("workspace", first.workspace, other.workspace),
+        ):
+            if mine != theirs:
+                raise InputError(
+                    f"belt groups {first.name or '.'!r} and {other.name or '.'!r} name different "
+                    f"{what}s ({_shown(mine)}, {_shown(theirs)}); a run has one: point "
+                    "evaluation.dataset at one group at a time"
+                )
+    return first.agent, dict(first.workspace)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return repr(value.get("source", "none"))[:120]
+    return repr(value)[:80]
+
+
 def is_belt_folder(path: Path) -> bool:
     """Whether a dataset path is a folder (of belt groups) rather than a tasks file."""
     try:
@@ -254,7 +281,12 @@ def _read_json(root: Path, path: Path, kind: str, found: BeltDataset) -> tuple[A
                 "from inside the dataset folder"
             )
         text = read_text(path, limit=SCENARIO_LIMIT, kind=kind)
-        return parse_json(text, path, constants=False), text
+        data = parse_json(text, path, constants=False)
+        # "\ud800" is valid JSON and no text: no task, file or prompt could hold it.
+        from bat.evaluation.inputs.dataset import _refuse_lone_surrogates
+
+        _refuse_lone_surrogates(path, text)
+        return data, text
     except InputError as exc:
         found.problems.append(exc.message)
         return None
@@ -439,9 +471,12 @@ def _scenario(
     tags = data.get("tags", [])
     if not _texts(tags):
         problem(("tags",), "expected a list of tags (text, 1 to 100 characters)")
-    if len(found.problems) != before:
+        tags = []
+    if not bat_turns or (len(found.problems) != before and len(bat_turns) != len(turns)):
         return None
-    task_id = f"{group}/{name}" if group else name
+    # A wrong name or meta still gives a task, so that its turns' problems (an unknown
+    # expect field) are listed too; the problems noted make the load fail all the same.
+    task_id = f"{group}/{stem}" if group else stem
     found.sources[task_id] = (path, text)
     return {
         "id": task_id,

@@ -315,8 +315,9 @@ class TaskSpec(_Strict):
             want = None
             if isinstance(turn, dict) and "expect" in turn:
                 turn = {key: value for key, value in turn.items() if key != "expect"}
-                try:
-                    want = TurnExpect.model_validate(turns[index]["expect"])
+                try:  # ``expect: null`` is no expectation, as an absent one
+                    raw = turns[index]["expect"]
+                    want = None if raw is None else TurnExpect.model_validate(raw)
                 except ValidationError as exc:
                     problems += _moved(exc, ("turns", index, "expect"))
             expected.append(want)

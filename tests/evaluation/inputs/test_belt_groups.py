@@ -92,6 +92,24 @@ def test_a_folder_of_groups_names_each_task_by_its_group(tmp_path):
     assert editing.agent is None and read_only.agent == "codex"
 
 
+def test_the_settings_a_run_takes_are_shared_by_every_group_or_refused(tmp_path):
+    group(tmp_path / "a", {"working_dir": "../repo", "agent": "codex"}, x=scenario("x"))
+    group(tmp_path / "b", {"working_dir": "../repo", "agent": "codex"}, y=scenario("y"))
+    (tmp_path / "repo").mkdir()
+    groups = load_dataset(tmp_path).groups
+    source = str((tmp_path / "repo").resolve())
+    assert belt_groups.shared_settings(groups) == ("codex", {"source": source})
+    assert belt_groups.shared_settings([]) == (None, {})
+    group(tmp_path / "c", {"working_dir": "repo", "agent": "codex"}, z=scenario("z"))
+    with pytest.raises(InputError) as caught:
+        belt_groups.shared_settings(load_dataset(tmp_path).groups)
+    assert caught.value.message == (
+        f"belt groups 'a' and 'c' name different workspaces ({source!r}, "
+        f"{str((tmp_path / 'c' / 'repo').resolve())!r}); a run has one: point "
+        "evaluation.dataset at one group at a time"
+    )
+
+
 def test_resources_and_refs_map_to_the_workspace_keys(tmp_path):
     config = {
         "working_dir": "repo",
@@ -159,6 +177,7 @@ def test_a_raw_transcript_for_the_judge_is_warned(tmp_path):
         (None, {"a.json": scenario("a", llm_scorer_evidence_files=["rubric.md"])}, "a.json: llm_scorer_evidence_files.0 (line 9): 'rubric.md': no such file"),  # noqa: E501
         (None, {"a.json": '{"name": "a", "name": "a", "turns": [{"message": "x"}]}'}, "a.json: name (line 1): duplicate key"),  # noqa: E501
         (None, {"a.json": '{"name": "a", "turns": [{"message": "x"}], "tags": [NaN]}'}, "a.json: NaN (line 1): not JSON"),  # noqa: E501
+        (None, {"a.json": '{"name": "a",\n "turns": [{"message": "x \\udc00"}]}'}, "a.json: turns[0].message (line 2): holds half of a UTF-16 surrogate pair (U+DC00)"),  # noqa: E501
     ],
 )  # fmt: skip
 def test_each_problem_is_one_clear_line_naming_file_and_key(tmp_path, config, files, wanted):
@@ -185,6 +204,14 @@ def test_every_problem_of_every_file_is_listed_at_once(tmp_path):
         ["c.json", "turns[0].expect.has_reply (line 8)"],
         ["c.json", "turns[0].expect.nope (line 7)"],
         ["d.json", "invalid JSON (line 1, column 1)"],
+    ]
+
+
+def test_a_wrong_name_does_not_hide_the_turns_problems(tmp_path):
+    group(tmp_path, a=scenario("b", {"message": "x", "expect": {"bogus": 1}}))
+    assert problems(tmp_path)[1:] == [
+        f"{tmp_path}/a.json: name (line 2): 'b': a scenario's name is its file's name ('a')",
+        f"{tmp_path}/a.json: turns[0].expect.bogus (line 7): unknown key",
     ]
 
 
