@@ -122,33 +122,6 @@ class BeltDataset:
         return hashlib.sha256(self.snapshot()).hexdigest()
 
 
-def shared_settings(groups: list[BeltGroup]) -> tuple[str | None, dict[str, Any]]:
-    """The agent and workspace every group names, for a run (one agent and one workspace
-    source per run); an InputError naming two groups that differ (run each on its own:
-    point ``evaluation.dataset`` at one group)."""
-    if not groups:
-        return None, {}
-    first = groups[0]
-    for other in groups[1:]:
-        for what, mine, theirs in (
-            ("agent", first.agent, other.agent),
-            ("workspace", first.workspace, other.workspace),
-        ):
-            if mine != theirs:
-                raise InputError(
-                    f"belt groups {first.name or '.'!r} and {other.name or '.'!r} name different "
-                    f"{what}s ({_shown(mine)}, {_shown(theirs)}); a run has one: point "
-                    "evaluation.dataset at one group at a time"
-                )
-    return first.agent, dict(first.workspace)
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, dict):
-        return repr(value.get("source", "none"))[:120]
-    return repr(value)[:80]
-
-
 def is_belt_folder(path: Path) -> bool:
     """Whether a dataset path is a folder (of belt groups) rather than a tasks file."""
     try:

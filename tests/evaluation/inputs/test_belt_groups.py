@@ -92,24 +92,6 @@ def test_a_folder_of_groups_names_each_task_by_its_group(tmp_path):
     assert editing.agent is None and read_only.agent == "codex"
 
 
-def test_the_settings_a_run_takes_are_shared_by_every_group_or_refused(tmp_path):
-    group(tmp_path / "a", {"working_dir": "../repo", "agent": "codex"}, x=scenario("x"))
-    group(tmp_path / "b", {"working_dir": "../repo", "agent": "codex"}, y=scenario("y"))
-    (tmp_path / "repo").mkdir()
-    groups = load_dataset(tmp_path).groups
-    source = str((tmp_path / "repo").resolve())
-    assert belt_groups.shared_settings(groups) == ("codex", {"source": source})
-    assert belt_groups.shared_settings([]) == (None, {})
-    group(tmp_path / "c", {"working_dir": "repo", "agent": "codex"}, z=scenario("z"))
-    with pytest.raises(InputError) as caught:
-        belt_groups.shared_settings(load_dataset(tmp_path).groups)
-    assert caught.value.message == (
-        f"belt groups 'a' and 'c' name different workspaces ({source!r}, "
-        f"{str((tmp_path / 'c' / 'repo').resolve())!r}); a run has one: point "
-        "evaluation.dataset at one group at a time"
-    )
-
-
 def test_resources_and_refs_map_to_the_workspace_keys(tmp_path):
     config = {
         "working_dir": "repo",
