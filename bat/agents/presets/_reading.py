@@ -54,15 +54,16 @@ def events(stdout: str) -> Iterator[dict[str, Any]]:
             yield event
 
 
-def kind_of(status: int | None, said: str) -> str:
-    """An agent error kind from an HTTP status, else from the words of the message."""
+def kind_of(status: int | None, said: str, words: tuple = WORDS) -> str:
+    """An agent error kind from an HTTP status, else from the words of the message (a
+    preset passes its CLI's own ``words``)."""
     if status in (401, 403):
         return "authentication_failed"
     if status == 429:
         return "rate_limited"
     if status is not None and status >= 400:
         return "model_error"
-    for pattern, kind in WORDS:
+    for pattern, kind in words:
         if pattern.search(said[:2000]):
             return kind
     return "unknown"

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bat.agents.kinds import CliAgent, Invocation, Option, TurnInput, TurnOutput
-from bat.agents.presets._reading import MAX_EVENTS, MAX_MESSAGE, MAX_TEXT
+from bat.agents.presets._reading import MAX_EVENTS, MAX_MESSAGE, MAX_TEXT, count, kind_of
 from bat.agents.presets._reading import events as _events
 from bat.errors import InputError
 from bat.evaluation.log.episode import AgentError, ToolCall, Usage
@@ -198,8 +198,8 @@ class _Reading:
         if not isinstance(usage, dict):
             return None
         keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        prompt = sum(_count(usage.get(key)) for key in keys)
-        completion = _count(usage.get("output_tokens"))
+        prompt = sum(count(usage.get(key)) for key in keys)
+        completion = count(usage.get("output_tokens"))
         return Usage(
             prompt_tokens=prompt,
             completion_tokens=completion,
@@ -234,16 +234,8 @@ class _Reading:
 
 
 def _kind(status: int | None, said: str) -> str:
-    if status in (401, 403):
-        return "authentication_failed"
-    if status in (429, 529):
-        return "rate_limited"
-    if status is not None and status >= 400:
-        return "model_error"
-    for pattern, kind in WORDS:
-        if pattern.search(said):
-            return kind
-    return "unknown"
+    # Anthropic's 529 (overloaded) asks the client to come back later, as a 429 does.
+    return "rate_limited" if status == 529 else kind_of(status, said, WORDS)
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -255,10 +247,6 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 def _text(content: Any) -> str:
     texts = (b.get("text") for b in _blocks(content) if b.get("type") == "text")
     return "\n".join(t for t in texts if isinstance(t, str))
-
-
-def _count(value: Any) -> int:
-    return value if type(value) is int and value >= 0 else 0
 
 
 def _one_line(text: str) -> str:

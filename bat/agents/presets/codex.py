@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bat.agents.kinds import CliAgent, Invocation, Option, TurnInput, TurnOutput
-from bat.agents.presets._reading import MAX_EVENTS, MAX_MESSAGE, MAX_TEXT
+from bat.agents.presets._reading import MAX_EVENTS, MAX_MESSAGE, MAX_TEXT, count, kind_of, shown
 from bat.agents.presets._reading import events as _events
 from bat.errors import InputError
 from bat.evaluation.log.episode import AgentError, ToolCall, Usage
@@ -227,11 +227,11 @@ class _Reading:
         if self.failures:
             said = self.failures[-1]
             status = _status(" ".join(self.failures))
-            return AgentError(kind=_kind(status, said), message=_shown(said), code=status)
+            return AgentError(kind=_kind(status, said), message=shown(said), code=status)
         tail = [line for line in stderr.strip().splitlines() if line.strip()][-1:]
         what = "printed no events" if not self.events else "ended without completing its turn"
         code = f" (exit status {exit_code})" if exit_code is not None else ""
-        message = f"Codex {what}{code}" + (f": {_shown(tail[0])}" if tail else "")
+        message = f"Codex {what}{code}" + (f": {shown(tail[0])}" if tail else "")
         return AgentError(kind=_kind(None, tail[0]) if tail else "unknown", message=message)
 
 
@@ -274,8 +274,8 @@ def _usage(usage: Any, before: Usage | None) -> Usage | None:
     a turn made, so ``model_calls`` stays 0."""
     if not isinstance(usage, dict):
         return before
-    prompt = _count(usage.get("input_tokens"))
-    completion = _count(usage.get("output_tokens"))
+    prompt = count(usage.get("input_tokens"))
+    completion = count(usage.get("output_tokens"))
     found = Usage(
         prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
     )
@@ -288,16 +288,7 @@ def _status(said: str) -> int | None:
 
 
 def _kind(status: int | None, said: str) -> str:
-    if status in (401, 403):
-        return "authentication_failed"
-    if status == 429:
-        return "rate_limited"
-    if status is not None and status >= 400:
-        return "model_error"
-    for pattern, kind in WORDS:
-        if pattern.search(said[:2000]):
-            return kind
-    return "unknown"
+    return kind_of(status, said, WORDS)
 
 
 def _said(value: Any) -> str:
@@ -316,11 +307,3 @@ def _shown_json(value: Any) -> Any:
         return json.dumps(value)[:MAX_TEXT]
     except (TypeError, ValueError, RecursionError):
         return None
-
-
-def _count(value: Any) -> int:
-    return value if type(value) is int and value >= 0 else 0
-
-
-def _shown(text: str) -> str:
-    return " ".join(text[: MAX_MESSAGE * 4].split())[:MAX_MESSAGE]
