@@ -12,7 +12,9 @@ key written twice). Neither recurses.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -185,3 +187,35 @@ def _nearest_line(lines: Mapping[Path_, int], path: Path_) -> int | None:
         if not path:
             return None
         path = path[:-1]
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def refuse_lone_surrogates(path: Path, text: str) -> None:
+    """An InputError naming the first string of the JSON ``text`` holding a lone
+    surrogate (a well-formed pair is read as the one character it spells, and passes).
+    Called once the tasks are valid, so a task id's own check (with its line) comes
+    first; a file that spells no surrogate at all (nearly every one) is scanned once."""
+    if not _SURROGATE_ESCAPE.search(text):
+        return
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return  # not JSON: the validation says so, with the line
+    stack: list[tuple[tuple, Any]] = [((), data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict):
+            stack += [((*where, str(key)), item) for key, item in value.items()]
+            stack += [(where, key) for key in value]
+        elif isinstance(value, list):
+            stack += [((*where, index), item) for index, item in enumerate(value)]
+        elif isinstance(value, str) and _SURROGATE.search(value):
+            line = line_index(text).get(where)
+            raise InputError(
+                f"{path}: {dotted(where)}{f' (line {line})' if line else ''}: holds half of "
+                f"a UTF-16 surrogate pair (U+{ord(_SURROGATE.search(value)[0]):04X}), which "
+                "is not text"
+            )

@@ -487,7 +487,7 @@ def test_set_env(base, data, option, value, mode, linked):
             env_file.symlink_to(target)
         target.write_bytes(text)
         target.chmod(mode)
-        allowed = {"project/.env", "secrets.env"}
+        allowed = {"project/.env", "secrets.env", "project/Dockerfile"}  # its settings block too
         argv = ["set.env", f"{option}={value}"]
         outcome = run_and_check(root, argv, f".env:\n{shown(text)}\nbat {argv}", allowed=allowed)
         if outcome.code == 0:

@@ -256,9 +256,9 @@ def _read_json(root: Path, path: Path, kind: str, found: BeltDataset) -> tuple[A
         text = read_text(path, limit=SCENARIO_LIMIT, kind=kind)
         data = parse_json(text, path, constants=False)
         # "\ud800" is valid JSON and no text: no task, file or prompt could hold it.
-        from bat.evaluation.inputs.dataset import _refuse_lone_surrogates
+        from bat.locate import refuse_lone_surrogates
 
-        _refuse_lone_surrogates(path, text)
+        refuse_lone_surrogates(path, text)
         return data, text
     except InputError as exc:
         found.problems.append(exc.message)

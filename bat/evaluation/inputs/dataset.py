@@ -42,7 +42,7 @@ from bat.evaluation.inputs.output_regex import check_regex
 from bat.evaluation.log.outcome import Status, normalize_status
 from bat.figures import counted
 from bat.input_files import RepeatedKey, json_lines, no_repeated_keys, repeated_key_error
-from bat.locate import dotted, line_index, validation_problems
+from bat.locate import dotted, refuse_lone_surrogates, validation_problems
 
 ID_MAX_LENGTH = 200  # characters (code points)
 STEM_MAX_LENGTH = 80  # characters of an id kept in its episode file name
@@ -516,7 +516,7 @@ def load_dataset(path: Path, *, unknown_keys: UnknownKeys = "refuse") -> Dataset
         tasks = _tasks_one_by_one(path, text, unknown_keys, ignored)
     if not tasks:
         raise InputError(f"{path} holds no tasks")
-    _refuse_lone_surrogates(path, text)
+    refuse_lone_surrogates(path, text)
     return Dataset(path=path, sha256=sha256, tasks=tasks, ignored=ignored)
 
 
@@ -557,38 +557,6 @@ def _read(path: Path) -> tuple[str, str]:
 
 # JSON may spell half of a UTF-16 pair ("\ud800"): Python reads it into a string that no
 # file, terminal or episode can be written with, so a run would fail at its first write.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _refuse_lone_surrogates(path: Path, text: str) -> None:
-    """An InputError naming the first string of the valid dataset ``text`` holding a lone
-    surrogate (a well-formed pair is read as the one character it spells, and passes).
-    Called once the tasks are valid, so a task id's own check (with its line) comes
-    first; a file that spells no surrogate at all (nearly every one) is scanned once."""
-    if not _SURROGATE_ESCAPE.search(text):
-        return
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return  # not JSON: the validation says so, with the line
-    stack: list[tuple[tuple, Any]] = [((), data)]
-    while stack:
-        where, value = stack.pop()
-        if isinstance(value, dict):
-            stack += [((*where, str(key)), item) for key, item in value.items()]
-            stack += [(where, key) for key in value]
-        elif isinstance(value, list):
-            stack += [((*where, index), item) for index, item in enumerate(value)]
-        elif isinstance(value, str) and _SURROGATE.search(value):
-            line = line_index(text).get(where)
-            raise InputError(
-                f"{path}: {dotted(where)}{f' (line {line})' if line else ''}: holds half of "
-                f"a UTF-16 surrogate pair (U+{ord(_SURROGATE.search(value)[0]):04X}), which "
-                "is not text"
-            )
-
-
 def _validated(
     text: str, adapter: TypeAdapter, context: Any = None, chunk: int = 20_000
 ) -> list | None:
@@ -717,7 +685,7 @@ def check_dataset(
     except RepeatedKey as exc:
         raise repeated_key_error(path, text, exc) from None
     if valid and stems and len(set(stems)) == len(stems):
-        _refuse_lone_surrogates(path, text)
+        refuse_lone_surrogates(path, text)
         return DatasetCheck(
             path=path, sha256=sha256, count=len(stems), weak=notes["weak"], facts=facts
         )
