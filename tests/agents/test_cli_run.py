@@ -188,3 +188,21 @@ def test_a_workspace_that_cannot_be_made_is_an_infrastructure_failure(bat, tmp_p
     assert episode["infra_error"]["kind"] == "not_run"
     assert "the workspace could not be made" in episode["infra_error"]["message"]
     assert "no-such-ref" in episode["infra_error"]["message"]
+
+
+def test_variables_in_a_cli_agents_options_are_replaced(bat, tmp_path, home, monkeypatch):
+    root = _project(
+        tmp_path, [{"id": "t", "turns": ["make a.txt"], "expected": {"files_created": ["a.txt"]}}]
+    )
+    monkeypatch.setenv("AGENT_PYTHON", sys.executable)
+    config = yaml.safe_load((root / "eval" / "eval.yaml").read_text())
+    config["evaluation"]["agent"]["options"]["command"][0] = "${AGENT_PYTHON}"
+    config["evaluation"]["agent"]["workspace"]["source"] = "${REPO_DIR:-repo}"
+    (root / "eval" / "eval.yaml").write_text(yaml.safe_dump(config))
+    assert bat("eval.run", cwd=root).code == 0
+    (episode,) = _episodes(root).values()
+    assert episode["verdict"]["passed"], episode["verdict"]["reason"]
+    config["evaluation"]["agent"]["options"]["command"][0] = "${NOT_SET_ANYWHERE_X}"
+    (root / "eval" / "eval.yaml").write_text(yaml.safe_dump(config))
+    result = bat("eval.show", cwd=root)
+    assert result.code == 2 and "${NOT_SET_ANYWHERE_X} is not set" in result.err

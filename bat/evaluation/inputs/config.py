@@ -16,8 +16,9 @@ above 0 and at most a day (not ``.inf``), a port is 1-65535 (:mod:`bat.ports`), 
 text handed to a process (env maps, the command, the model names) holds no NUL
 character, which no process environment or argument can carry.
 
-``${VAR}`` and ``${VAR:-default}`` in ``agent_url``, ``base_url`` and the ``env`` maps are
-replaced from the shell, then the agent's ``.env`` (``variables``).
+``${VAR}`` and ``${VAR:-default}`` in ``agent_url``, ``base_url``, the ``env`` maps and a
+command-line agent's ``options`` and ``workspace.source`` are replaced from the shell,
+then the agent's ``.env`` (``variables``).
 """
 
 from __future__ import annotations
@@ -711,6 +712,10 @@ class ResolvedConfig(BaseModel):
 EXPANDED = (
     ("evaluation", "agent_url"),
     ("evaluation", "agent", "env", "*"),
+    # A command-line agent's options (a program's path, its argv, its env) and workspace.
+    ("evaluation", "agent", "options", "*"),
+    ("evaluation", "agent", "options", "*", "*"),
+    ("evaluation", "agent", "workspace", "source"),
     ("models", "*", "base_url"),
     ("models", "*", "env", "*"),
     ("judge", "base_url"),
