@@ -61,7 +61,9 @@ def test_errored_episodes_are_not_judged_and_lift_no_mean(tmp_path, bat, home):
         refused = by_task["refuses"][0]
         assert refused["agent_error"]["kind"] == "refused" and refused["verdict"]["passed"]
         assert refused["scores"]["dimensions"]["task_completion_quality"]["score"] == 0.5
-        assert requests_served(url) == 3 * K  # ok, strict, refuses: nothing for the errors
+        # ok, strict, refuses: nothing for the errors. Two attempts with the same answer
+        # make the same prompt, which the judge cache may answer once the first is back.
+        assert 3 <= requests_served(url) <= 3 * K
 
         totals = summary(run_dir)["totals"]
         quality = totals["judge"]["task_completion_quality"]
