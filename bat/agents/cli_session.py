@@ -108,8 +108,9 @@ class CliSession:
         try:
             source = self.sources.get(work.task.id, self.source) if work else self.source
             space = await asyncio.to_thread(workspaces.make, source, self.base)
-        except BatError as exc:
-            return _infra(trace, "not_run", f"the workspace could not be made: {exc.message}")
+        except (BatError, OSError) as exc:
+            words = exc.message if isinstance(exc, BatError) else str(exc)
+            return _infra(trace, "not_run", f"the workspace could not be made: {words}")
         observed: Observed | None = None
         try:
             if space.resources:  # belt's resource_lock.json, beside the raw output
