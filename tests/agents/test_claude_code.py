@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ from hypothesis import strategies as st
 from bat.agents.kinds import ModelTarget, TurnInput
 from bat.agents.presets.claude_code import ClaudeCode
 from bat.evaluation.run.scripted_model import serving
-from tests.coding_agents import cli_path
+from tests.coding_agents import cli_path, traced
 from tests.conftest import run_bat
 from tests.evalkit import free_port, start_model_server
 
@@ -285,11 +284,6 @@ def test_read_never_raises_on_real_output_cut_anywhere(printed, data):
 # --- bat eval.run with adapter: claude-code --------------------------------------------
 
 
-WRAPPER = """#!/bin/sh
-exec strace -f -qq -e trace=connect -o "{traces}/connect.$$" {claude} "$@"
-"""
-
-
 def _project(root: Path, tasks: list[dict], options: dict, models: list[dict]) -> Path:
     (root / "repo").mkdir(parents=True)
     (root / "repo" / "README").write_text("the user's project\n")
@@ -336,15 +330,8 @@ def _eval_run(root: Path, home: Path) -> tuple[dict[tuple[str, str], dict], Path
 @pytest.fixture(scope="module")
 def traced_run(claude, tmp_path_factory):
     """One run under strace: a file created and checked, and a resumed second turn."""
-    if shutil.which("strace") is None:
-        reason = "strace is not installed (apt-get install strace)"
-        pytest.fail(reason) if os.environ.get("CI") else pytest.skip(reason)
     root = tmp_path_factory.mktemp("traced")
-    traces = root / "traces"
-    traces.mkdir()
-    wrapper = root / "claude-traced"
-    wrapper.write_text(WRAPPER.format(traces=traces, claude=claude))
-    wrapper.chmod(0o755)
+    wrapper, traces = traced(claude, root)
     tasks = [
         {
             "id": "creates",

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.coding_agents import cli_path
+from tests.coding_agents import beyond_loopback, cli_path, connects, traced
 from tests.conftest import run_bat
 from tests.evalkit import free_port
 
@@ -59,10 +57,6 @@ SCRIPTED = {
     "model": "codex-scripted",
     "script": "rules.yaml",
 }
-WRAPPER = """#!/bin/sh
-exec strace -f -qq -e trace=connect -o "{traces}/connect.$$" {codex} "$@"
-"""
-INET = re.compile(r"connect\(\d+, \{sa_family=AF_INET6?, (?P<where>[^}]*)\}")
 
 
 @pytest.fixture(scope="module")
@@ -109,14 +103,7 @@ def _eval_run(root: Path, home: Path) -> tuple[dict[tuple[str, str], dict], floa
 
 
 def test_a_file_made_a_resumed_turn_and_no_connection_beyond_loopback(codex, tmp_path):
-    if shutil.which("strace") is None:
-        reason = "strace is not installed (apt-get install strace)"
-        pytest.fail(reason) if os.environ.get("CI") else pytest.skip(reason)
-    traces = tmp_path / "traces"
-    traces.mkdir()
-    wrapper = tmp_path / "codex-traced"
-    wrapper.write_text(WRAPPER.format(traces=traces, codex=codex))
-    wrapper.chmod(0o755)
+    wrapper, traces = traced(codex, tmp_path)
     root = _project(tmp_path / "p", [CREATES, RESUMES], {"executable": str(wrapper)}, [SCRIPTED])
     episodes, _ = _eval_run(root, tmp_path)
 
@@ -133,10 +120,9 @@ def test_a_file_made_a_resumed_turn_and_no_connection_beyond_loopback(codex, tmp
     first, second = resumed["trace"]["turns"]
     assert (first["output"], second["output"]) == ("Noted.", "You said apples.")
 
-    lines = [line for path in traces.iterdir() for line in path.read_text().splitlines()]
-    connects = [m.group("where") for line in lines if (m := INET.search(line))]
-    assert connects, "strace saw no connect at all"
-    outside = [c for c in connects if '"127.0.0.1"' not in c and '"::1"' not in c]
+    seen = connects(traces)
+    assert seen, "strace saw no connect at all"
+    outside = beyond_loopback(seen)
     assert not outside, outside
 
 

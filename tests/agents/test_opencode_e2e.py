@@ -6,13 +6,8 @@ going to loopback (its start-up plugin install included: the preset points it th
 
 from __future__ import annotations
 
-import os
-import shutil
-
-import pytest
-
-from tests.agents.test_qwen_code_e2e import INET, SCRIPTED, _eval_run, _project
-from tests.coding_agents import cli_path
+from tests.agents.test_qwen_code_e2e import SCRIPTED, _eval_run, _project
+from tests.coding_agents import beyond_loopback, cli_path, connects, traced
 
 RULES = [
     {"after_tool": "write", "reply": "Wrote it: {result}"},
@@ -42,21 +37,11 @@ TASKS = [
         "expected": {"output_must_contain": ["You said apples."], "no_errors": True},
     },
 ]
-WRAPPER = """#!/bin/sh
-exec strace -f -qq -e trace=connect -o "{traces}/connect.$$" {opencode} "$@"
-"""
 
 
 def test_a_file_made_a_resumed_turn_and_no_connection_beyond_loopback(tmp_path):
     opencode = cli_path("opencode", "opencode")
-    if shutil.which("strace") is None:
-        reason = "strace is not installed (apt-get install strace)"
-        pytest.fail(reason) if os.environ.get("CI") else pytest.skip(reason)
-    traces = tmp_path / "traces"
-    traces.mkdir()
-    wrapper = tmp_path / "opencode-traced"
-    wrapper.write_text(WRAPPER.format(traces=traces, opencode=opencode))
-    wrapper.chmod(0o755)
+    wrapper, traces = traced(opencode, tmp_path)
     options = {"executable": str(wrapper)}
     root = _project(tmp_path / "p", TASKS, options, [SCRIPTED], adapter="opencode", rules=RULES)
     episodes, _ = _eval_run(root, tmp_path)
@@ -72,8 +57,7 @@ def test_a_file_made_a_resumed_turn_and_no_connection_beyond_loopback(tmp_path):
     first, second = resumed["trace"]["turns"]
     assert (first["output"], second["output"]) == ("Noted.", "You said apples.")
 
-    lines = [line for path in traces.iterdir() for line in path.read_text().splitlines()]
-    connects = [m.group("where") for line in lines if (m := INET.search(line))]
-    assert connects, "strace saw no connect at all"
-    outside = [c for c in connects if '"127.0.0.1"' not in c and '"::1"' not in c]
+    seen = connects(traces)
+    assert seen, "strace saw no connect at all"
+    outside = beyond_loopback(seen)
     assert not outside, outside
