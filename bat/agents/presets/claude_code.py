@@ -33,7 +33,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bat.agents.kinds import CliAgent, Invocation, Option, TurnInput, TurnOutput
-from bat.agents.presets._reading import MAX_EVENTS, MAX_MESSAGE, MAX_TEXT, count, kind_of
+from bat.agents.presets._reading import (
+    MAX_EVENTS,
+    MAX_MESSAGE,
+    MAX_TEXT,
+    check_common,
+    count,
+    kind_of,
+)
 from bat.agents.presets._reading import events as _events
 from bat.errors import InputError
 from bat.evaluation.log.episode import AgentError, ToolCall, Usage
@@ -88,11 +95,7 @@ class ClaudeCode(CliAgent):
         retries = options.get("max_retries")
         if type(retries) is not int or not 0 <= retries <= 10:
             raise InputError("options: max_retries must be a whole number from 0 to 10")
-        extra = options.get("extra_args")
-        if not isinstance(extra, list) or not all(isinstance(arg, str) for arg in extra):
-            raise InputError("options: extra_args must be a list of strings")
-        if not isinstance(options.get("executable"), str) or not options["executable"]:
-            raise InputError("options: executable must be a program's name or path")
+        check_common(options)
 
     def invocation(self, turn: TurnInput) -> Invocation:
         options = {**self.defaults(), **turn.options}
