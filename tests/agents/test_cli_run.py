@@ -129,6 +129,7 @@ def test_secrets_of_the_configuration_stay_out_of_raw_output(bat, tmp_path, home
             "'no-such-cli-anywhere' is not installed",
         ),
         ({"workspace": {"source": "repo", "keep": "sometimes"}}, "keep"),
+        ({"workspace": {"source": "nowhere"}}, "evaluation.agent.workspace.source: no folder at"),
     ],
 )
 def test_a_wrong_agent_setting_is_one_line_before_anything_runs(bat, tmp_path, home, agent, words):

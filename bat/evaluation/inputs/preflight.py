@@ -81,6 +81,13 @@ def project_checks(resolved: ResolvedConfig, dataset: DatasetCheck) -> Checked:
         from bat.agents.registry import ready
 
         ready(agent.adapter, agent.options)
+        source = agent.workspace.source
+        if "://" not in source and not source.startswith("git@"):
+            folder = resolved.base / source
+            if not folder.is_dir():
+                raise InputError(
+                    f"{resolved.file}: evaluation.agent.workspace.source: no folder at {folder}"
+                )
         return Checked(settings=None, warnings=[*warnings, *key_warnings(resolved, None)])
     if agent.start:
         settings, agent_warnings = check_agent_files(resolved, dataset)
