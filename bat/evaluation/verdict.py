@@ -63,6 +63,7 @@ def judge_episode(
     for want in expected.agent_calls:
         count = sum(1 for call in trace.agent_calls if call.name == want.name)
         checks.append(_count(f"agent_call:{want.name}", count, want.times))
+    checks += _conversation_checks(expected, trace.turns)
     checks += workspace_checks(expected, episode_scope(episode))
     turn_wants = [(index, want) for index, want in enumerate(turn_expected) if want is not None]
     for index, want in turn_wants:
@@ -123,6 +124,32 @@ def _not_contains(output: str, phrase: str) -> Check:
     ok = phrase not in output
     detail = f"output: free of {phrase!r}" if ok else f"output: contains forbidden {phrase!r}"
     return Check(name="output_must_not_contain", passed=ok, detail=detail)
+
+
+def _conversation_checks(expected: TaskExpected, turns: Sequence[Any]) -> list[Check]:
+    """``conversation_must_contain`` / ``conversation_must_not_contain``: searched in every
+    reply of the agent (a question it asked mid-conversation is not in its last answer)."""
+    replies = [turn.output for turn in turns]
+    checks = []
+    for phrase in expected.conversation_must_contain:
+        found = next((n for n, reply in enumerate(replies, 1) if phrase in reply), None)
+        detail = (
+            f"conversation: contains {phrase!r} (turn {found})"
+            if found
+            else f"conversation: no reply contains {phrase!r}"
+        )
+        checks.append(Check(name="conversation_must_contain", passed=bool(found), detail=detail))
+    for phrase in expected.conversation_must_not_contain:
+        found = next((n for n, reply in enumerate(replies, 1) if phrase in reply), None)
+        detail = (
+            f"conversation: free of {phrase!r}"
+            if found is None
+            else f"conversation: turn {found} contains forbidden {phrase!r}"
+        )
+        checks.append(
+            Check(name="conversation_must_not_contain", passed=found is None, detail=detail)
+        )
+    return checks
 
 
 def _regex(output: str, pattern: str) -> Check:

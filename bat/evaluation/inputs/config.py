@@ -386,7 +386,48 @@ class JudgeSpec(_ProviderModel):
         return value
 
 
-def api_key(spec: JudgeSpec, env: Mapping[str, str]) -> str | None:
+class UserModelSpec(_ProviderModel):
+    """The model that plays the simulated users of the dataset's tasks with ``user``
+    (eval.yaml's ``user:``; :mod:`bat.evaluation.run.simulated_user`).
+
+    Configured like a judge: ``provider: ollama`` speaks Ollama's ``/api/chat``, any other
+    provider OpenAI-compatible chat completions at ``base_url``; ``api_key_env`` and
+    ``env`` as for a judge. ``temperature`` and ``seed`` are sent with every request (a
+    user model that varies from attempt to attempt is what pass^k measures; ``seed``
+    makes a provider that honours it repeat itself). ``concurrency`` bounds the requests
+    in flight. ``script`` is a rule file of bat's scripted model, served on 127.0.0.1
+    for the run: its rules are matched against the agent's last message (the user
+    model sees the conversation from the user's side), so a test, the demo and a first
+    run need no key.
+    """
+
+    provider: Text = Field(default="openai", min_length=1)
+    model: Text = Field(default="scripted", min_length=1)
+    api_key_env: str | None = None
+    env: EnvMap = Field(default_factory=dict)
+    temperature: float = Field(default=0.0, ge=0, le=2, allow_inf_nan=False)
+    seed: Count | None = Field(default=None, ge=0, le=2**63 - 1)
+    concurrency: Count = Field(default=8, ge=1, le=256)
+    timeout_s: Seconds = 60
+    max_retries: Count = Field(default=2, ge=0, le=20)
+    max_retry_after_s: Seconds = Field(default=60, le=3600)
+    script: str | None = None
+
+    _variable_name = field_validator("api_key_env")(JudgeSpec._variable_name.__func__)
+
+    @model_validator(mode="after")
+    def _script_speaks_the_provider(self) -> UserModelSpec:
+        if self.script is not None:
+            _scripted_provider(self.provider, self.base_url)
+        return self
+
+    @property
+    def shown(self) -> str:
+        """How the user model is named in episodes, the card and messages."""
+        return f"script:{self.script}" if self.script is not None else self.label
+
+
+def api_key(spec: JudgeSpec | UserModelSpec, env: Mapping[str, str]) -> str | None:
     """The judge's API key from ``env`` (shell over ``.env``, merged by the caller).
 
     None when the judge needs none (no ``api_key_env``). A variable that is named but
@@ -395,14 +436,15 @@ def api_key(spec: JudgeSpec, env: Mapping[str, str]) -> str | None:
     name = spec.api_key_env
     if not name:
         return None
+    who = "user" if isinstance(spec, UserModelSpec) else "judge"
     value = env.get(name)
     if value is None:
         raise InputError(
-            f"judge {spec.label}: the API key variable {name} (judge.api_key_env) is not set "
-            "in the shell or in the agent's .env"
+            f"{who} {spec.label}: the API key variable {name} ({who}.api_key_env) is not "
+            "set in the shell or in the agent's .env"
         )
     if not value.strip():
-        raise InputError(f"judge {spec.label}: the API key variable {name} is empty")
+        raise InputError(f"{who} {spec.label}: the API key variable {name} is empty")
     return value.strip()
 
 
@@ -572,6 +614,7 @@ class EvalConfig(_Strict):
     compat: Annotated[CompatSection, Block] = Field(default_factory=CompatSection)
     models: list[ModelSpec] = Field(default_factory=list)
     judge: list[JudgeSpec] = Field(default_factory=list)  # ``judge:`` holds one or several
+    user: Annotated[UserModelSpec, Block] | None = None  # plays the tasks' simulated users
     gates: list[GateSpec] = Field(default_factory=list)  # what a release must meet
 
     @property
@@ -722,6 +765,8 @@ EXPANDED = (
     ("judge", "env", "*"),
     ("judge", "*", "base_url"),
     ("judge", "*", "env", "*"),
+    ("user", "base_url"),
+    ("user", "env", "*"),
 )
 
 
@@ -739,6 +784,9 @@ def _env_maps(data: dict) -> Iterator[tuple[tuple, dict]]:
             for index, item in enumerate(items):
                 if isinstance(item, dict):
                     yield (section, index, "env"), item.get("env")
+    user = data.get("user")
+    if isinstance(user, dict):
+        yield ("user", "env"), user.get("env")
 
 
 def _env_values_as_written(data: dict, text: str) -> None:
@@ -837,7 +885,7 @@ def load_config(
         message = f"{file} has {counted(len(problems), 'problem')}"
         raise InputError(message, details=[*problems, *hint])
     model_dirs = _model_dirs(config.models, file, text)
-    _check_scripts(config.models, config.judges, base, file)
+    _check_scripts(config.models, config.judges, base, file, config.user)
     config = _with_belt_agent(config, base / config.evaluation.dataset, file)
     evaluation = config.evaluation
     extra_warnings: list[str] = []
@@ -902,16 +950,22 @@ def _with_belt_agent(config: EvalConfig, dataset: Path, file: Path) -> EvalConfi
 
 
 def _check_scripts(
-    models: list[ModelSpec], judges: list[JudgeSpec], base: Path, file: Path
+    models: list[ModelSpec],
+    judges: list[JudgeSpec],
+    base: Path,
+    file: Path,
+    user: UserModelSpec | None = None,
 ) -> None:
-    """Every model's and judge's ``script`` is a readable rule file: a typo fails before
-    any agent starts, naming the entry."""
+    """Every model's, judge's and the user model's ``script`` is a readable rule file: a
+    typo fails before any agent starts, naming the entry."""
     entries = [(f"models[{index}]", model.script) for index, model in enumerate(models)]
     several = len(judges) > 1
     entries += [
         (f"judge[{index}]" if several else "judge", judge.script)
         for index, judge in enumerate(judges)
     ]
+    if user is not None:
+        entries.append(("user", user.script))
     problems = []
     for where, script in entries:
         if script is None:

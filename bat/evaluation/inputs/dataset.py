@@ -208,6 +208,10 @@ class TurnExpect(WorkspaceExpect):
         return self.checks_workspace or self.no_errors
 
 
+Assertion = Annotated[str, Field(min_length=1, max_length=2_000)]
+MAX_ASSERTIONS = 50
+
+
 class TaskExpected(WorkspaceExpect):
     """What a successful episode looks like; every check is optional.
 
@@ -226,6 +230,20 @@ class TaskExpected(WorkspaceExpect):
     no_errors: StrictBool = False
     agent_calls: list[AgentCallExpectation] = Field(default_factory=list)
     expected_outcome: str | None = None
+    # Checked in every reply of the agent, not only the last (a conversation's middle
+    # holds what a simulated user was asked: "which order?").
+    conversation_must_contain: list[str] = Field(default_factory=list)
+    conversation_must_not_contain: list[str] = Field(default_factory=list)
+    # Natural-language assertions (tau2-bench's nl_assertions), each decided pass/fail by
+    # the judges with a reason; part of the verdict only with ``assertions_in_verdict``.
+    assertions: list[Assertion] = Field(default_factory=list, max_length=MAX_ASSERTIONS)
+    assertions_in_verdict: StrictBool = False
+
+    @model_validator(mode="after")
+    def _assertions_to_count(self) -> TaskExpected:
+        if self.assertions_in_verdict and not self.assertions:
+            raise ValueError("assertions_in_verdict is true, but there are no assertions")
+        return self
 
     @field_validator("status", mode="before")
     @classmethod
@@ -262,6 +280,9 @@ class TaskExpected(WorkspaceExpect):
             or self.no_errors
             or self.agent_calls
             or self.checks_workspace
+            or self.conversation_must_contain
+            or self.conversation_must_not_contain
+            or self.assertions_in_verdict
         )
 
 
@@ -285,11 +306,32 @@ def _turn_text(index: int, turn: dict[str, Any]) -> Any:
     return turn[keys[0]]
 
 
+MAX_USER_TURNS = 100
+USER_TEXT_LIMIT = 20_000  # characters of a simulated user's instructions or first message
+
+
+class SimulatedUser(_Strict):
+    """A task's simulated user (``user``): a persona played by the user model of eval.yaml's
+    ``user:`` section, which writes the user's turns after the dataset's fixed ones
+    (:mod:`bat.evaluation.run.simulated_user`). ``max_turns`` bounds the conversation's
+    user turns, fixed ones included."""
+
+    instructions: str = Field(min_length=1, max_length=USER_TEXT_LIMIT)
+    first_message: str | None = Field(default=None, min_length=1, max_length=USER_TEXT_LIMIT)
+    max_turns: Count = Field(default=10, ge=1, le=MAX_USER_TURNS)
+
+    @property
+    def instructions_sha256(self) -> str:
+        return hashlib.sha256(self.instructions.encode()).hexdigest()
+
+
 class TaskSpec(_Strict):
-    """One task: an id, the user's turns in order, and the expectations."""
+    """One task: an id, the user's turns in order (or a simulated user who writes them),
+    and the expectations."""
 
     id: str = Field(min_length=1, max_length=200)
-    turns: list[str] = Field(min_length=1)
+    turns: list[str] = Field(default_factory=list)
+    user: SimulatedUser | None = None
     expected: TaskExpected = Field(default_factory=TaskExpected)
     meta: dict[str, Any] = Field(default_factory=dict)
     tags: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(default_factory=list)
@@ -304,6 +346,8 @@ class TaskSpec(_Strict):
         list of texts for everything that sends them) and kept beside it; its problems
         are reported at ``turns[i].expect``, with the task's own."""
         turns = data.get("turns") if isinstance(data, dict) else None
+        if isinstance(data, dict) and not turns and data.get("user") is None:
+            return cls._nobody_speaks(data, handler)
         if not isinstance(turns, list) or not any(
             isinstance(turn, dict) and "expect" in turn for turn in turns
         ):
@@ -332,6 +376,40 @@ class TaskSpec(_Strict):
         if any(want is not None for want in expected):
             task._turn_expected = tuple(expected)
         return task
+
+    @classmethod
+    def _nobody_speaks(cls, data: dict[str, Any], handler: Any) -> Any:
+        """A task with neither turns nor a simulated user: a problem at ``turns``, listed
+        with the task's other problems."""
+        problems = []
+        try:
+            handler(data)
+        except ValidationError as exc:
+            problems = [item for item in _moved(exc, ()) if item["loc"][:1] != ("turns",)]
+        problems.append(
+            {
+                "type": "value_error",
+                "loc": ("turns",),
+                "input": data.get("turns"),
+                "ctx": {
+                    "error": ValueError(
+                        "a task needs turns, or a simulated user (user: {instructions: ...}) "
+                        "to write them"
+                    )
+                },
+            }
+        )
+        raise ValidationError.from_exception_data(cls.__name__, problems)
+
+    @model_validator(mode="after")
+    def _user_has_a_turn(self) -> TaskSpec:
+        """The simulated user has a turn left after the fixed ones."""
+        if self.user is not None and len(self.turns) >= self.user.max_turns:
+            raise ValueError(
+                f"user.max_turns is {self.user.max_turns}, but the task has "
+                f"{len(self.turns)} fixed turns: the simulated user would never speak"
+            )
+        return self
 
     @property
     def turn_expected(self) -> tuple[TurnExpect | None, ...]:

@@ -35,7 +35,11 @@ EPISODE_SCHEMA = "bat.episode/2"
 OLDER_EPISODE_SCHEMAS = frozenset({"bat.episode/1"})
 # Why the harness could not observe the agent (the number is not to be trusted).
 # ``template``: a turn's template could not be rendered (bat.evaluation.inputs.turn_templates).
-InfraKind = Literal["unreachable", "timeout", "crash", "protocol", "not_run", "template"]
+# ``user_model``: a simulated user's model failed (down, refusing, malformed): the
+# conversation could not go on, and the agent is not to blame (bat.evaluation.run.simulated_user).
+InfraKind = Literal[
+    "unreachable", "timeout", "crash", "protocol", "not_run", "template", "user_model"
+]
 # Why a reachable agent that answered failed: a closed set a CI script can branch on
 # (belt's tokens, extended where A2A says more). ``bat.evaluation.log.outcome`` classifies.
 AgentErrorKind = Literal[
@@ -134,6 +138,35 @@ class TurnRecord(BaseModel):
     changes: FileChanges | None = Field(None, exclude_if=_none)
     git_diff: str | None = Field(None, exclude_if=_none)
     tool_sequence: list[str] | None = Field(None, exclude_if=_none)  # tools called, in order
+    # Who wrote ``input`` in a task driven by a simulated user: the dataset's fixed turns
+    # or the user model. (Left out when None: a task of fixed turns only.)
+    author: TurnAuthor | None = Field(None, exclude_if=_none)
+
+
+TurnAuthor = Literal["dataset", "simulated_user"]
+# How a conversation with a simulated user ended: the user said its goal was met
+# (``###STOP###``), said it cannot be met (``###UNMET###``), it reached the task's
+# ``max_turns``, or the agent ended it (its turn failed: the conversation cannot go on).
+ConversationEnd = Literal["goal_met", "stopped_unmet", "max_turns", "agent_ended"]
+CONVERSATION_ENDS: tuple[str, ...] = get_args(ConversationEnd)
+
+
+class SimulatedUserRecord(BaseModel):
+    """The simulated user of an episode (a task with ``user``): which model played it,
+    how the conversation ended, and what the user model spent, apart from the agent's
+    ``usage``. ``ended`` is None when the conversation was cut by an infrastructure
+    failure (the episode's ``infra_error`` says which)."""
+
+    model_config = _FINITE
+
+    model: str  # the user model's label: ``provider:model``, or ``script:FILE``
+    instructions_sha256: str  # of the task's ``user.instructions``
+    ended: ConversationEnd | None = None
+    turns: int = 0  # user turns of the conversation, the dataset's fixed ones included
+    simulated_turns: int = 0  # of those, written by the user model
+    max_turns: int
+    usage: Usage = Field(default_factory=lambda: Usage())
+    last_words: str | None = None  # what the user said with its stop signal, if anything
 
 
 class FileChanges(BaseModel):
@@ -201,6 +234,7 @@ class EpisodeTrace(BaseModel):
     usage_source: Literal["stream", "spans", "none"] = "none"
     tool_source: Literal["stream", "spans", "none"] = "none"
     workspace: WorkspaceRecord | None = Field(None, exclude_if=_none)  # a CLI agent's
+    simulated_user: SimulatedUserRecord | None = Field(None, exclude_if=_none)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -353,6 +387,7 @@ __all__ = [
     "EpisodeTrace",
     "FileChanges",
     "InfraError",
+    "SimulatedUserRecord",
     "StatusEvent",
     "ToolCall",
     "TurnRecord",
