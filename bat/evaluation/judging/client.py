@@ -45,7 +45,7 @@ from bat.evaluation.judging.parse import JudgeError, excerpt
 from bat.evaluation.judging.rubrics import JUDGEMENT_SCHEMA
 
 if TYPE_CHECKING:
-    from bat.evaluation.inputs.config import JudgeSpec
+    from bat.evaluation.inputs.config import JudgeSpec, UserModelSpec
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OLLAMA_BASE_URL = "http://127.0.0.1:11434"
@@ -98,17 +98,36 @@ def request_body(
 ) -> dict[str, Any]:
     """The JSON body of one judgement request in ``protocol``."""
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    return chat_body(protocol, model, messages, structured=structured)
+
+
+def chat_body(
+    protocol: str,
+    model: str,
+    messages: list[dict[str, str]],
+    *,
+    structured: bool = False,
+    temperature: float = 0,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """The JSON body of one chat request in ``protocol``: a judgement (``structured``: the
+    judgement's JSON schema asked for) or a simulated user's next message."""
     if protocol == "ollama":
+        options: dict[str, Any] = {"temperature": temperature}
+        if seed is not None:
+            options["seed"] = seed
         body: dict[str, Any] = {
             "model": model,
             "messages": messages,
             "stream": False,
-            "options": {"temperature": 0},
+            "options": options,
         }
         if structured:
             body["format"] = JUDGEMENT_SCHEMA
         return body
-    body = {"model": model, "messages": messages, "temperature": 0, "stream": False}
+    body = {"model": model, "messages": messages, "temperature": temperature, "stream": False}
+    if seed is not None:
+        body["seed"] = seed
     if structured:
         body["response_format"] = {
             "type": "json_schema",
@@ -117,19 +136,33 @@ def request_body(
     return body
 
 
+@dataclass(frozen=True)
+class Reply:
+    """A chat answer's text and the tokens the server says it took (0 when it says none)."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class JudgeClient:
-    """One judge's HTTP client, shared by the worker threads that judge episodes."""
+    """One judge's HTTP client, shared by the worker threads that judge episodes.
+
+    A simulated user's model is configured like a judge and spoken to the same way
+    (:mod:`bat.evaluation.run.simulated_user`): ``who`` names it in every message."""
 
     def __init__(
         self,
-        spec: JudgeSpec,
+        spec: JudgeSpec | UserModelSpec,
         key: str | None,
         *,
         sleep: Callable[[float], Any] | None = None,
         rand: Callable[[], float] = random.random,
         notice: Callable[[str], None] | None = None,
+        who: str = "judge",
     ) -> None:
         self.spec = spec
+        self.who = who
         self.protocol, self.base_url, self.url = endpoint(spec)
         self._key = key
         # Shown in messages instead of the URLs requests go to (which may hold a password).
@@ -162,10 +195,26 @@ class JudgeClient:
     def chat(self, system: str, user: str) -> str:
         """The judge's reply text, scrubbed (it is cached and quoted in episodes); a
         JudgeError (scrubbed) when it cannot be had."""
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         try:
-            return self.scrub(self._chat(system, user))
+            return self.scrub(self._chat(messages, structured=self._structured).text)
         except JudgeError as exc:
             raise JudgeError(self.scrub(str(exc))) from None
+
+    def converse(
+        self, messages: list[dict[str, str]], *, temperature: float, seed: int | None
+    ) -> Reply:
+        """The model's next message to ``messages`` (no schema asked for), scrubbed, with
+        its tokens; a JudgeError (scrubbed) when it cannot be had."""
+        try:
+            reply = self._chat(messages, structured=False, temperature=temperature, seed=seed)
+        except JudgeError as exc:
+            raise JudgeError(self.scrub(str(exc))) from None
+        return Reply(self.scrub(reply.text), reply.prompt_tokens, reply.completion_tokens)
+
+    @property
+    def _stopped(self) -> str:
+        return "judging was stopped" if self.who == "judge" else f"{self.who} requests were stopped"
 
     def cancel(self) -> None:
         """End every retry wait now, and make none again (Ctrl-C: threads must not linger)."""
@@ -173,7 +222,7 @@ class JudgeClient:
 
     def _wait(self, seconds: float) -> None:
         if self._cancelled.wait(seconds):
-            raise JudgeError("judging was stopped")
+            raise JudgeError(self._stopped)
 
     def _retry_wait(self, asked: float | None, attempt: int) -> tuple[float, str]:
         """How long to wait before the next try, and a note when ``Retry-After`` was capped."""
@@ -184,13 +233,13 @@ class JudgeClient:
             return asked, ""
         note = (
             f"the server asked to wait {asked:g} s (Retry-After); waited {cap:g} s "
-            "(judge.max_retry_after_s)"
+            f"({self.who}.max_retry_after_s)"
         )
         with self._lock:
             self._capped += 1
             first = self._capped == 1
         if first and self._notice is not None:
-            self._notice(f"judge {self.spec.label}: {note}")
+            self._notice(f"{self.who} {self.spec.label}: {note}")
         return cap, note
 
     def close(self) -> None:
@@ -213,7 +262,16 @@ class JudgeClient:
                 )
             return self._http
 
-    def _chat(self, system: str, user: str) -> str:
+    def _chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        structured: bool,
+        temperature: float = 0,
+        seed: int | None = None,
+    ) -> Reply:
+        """One chat, retried as the module says; ``structured`` asks for the judgement's
+        schema until the server refuses it."""
         import httpx
 
         http = self._client()
@@ -225,9 +283,16 @@ class JudgeClient:
         capped = ""
         while True:
             if self._cancelled.is_set():
-                raise JudgeError("judging was stopped")
-            structured = self._structured
-            body = request_body(self.protocol, self.spec.model, system, user, structured=structured)
+                raise JudgeError(self._stopped)
+            structured = structured and self._structured
+            body = chat_body(
+                self.protocol,
+                self.spec.model,
+                messages,
+                structured=structured,
+                temperature=temperature,
+                seed=seed,
+            )
             with self._lock:
                 self._requests += 1
             wait: float | None = None
@@ -282,13 +347,13 @@ class JudgeClient:
                 response.encoding or "utf-8",
             )
 
-    def _content(self, answer: _Answer) -> str:
-        """The assistant's text out of a 200 answer of either protocol."""
+    def _content(self, answer: _Answer) -> Reply:
+        """The assistant's text out of a 200 answer of either protocol, with its tokens."""
         try:
             data = json.loads(answer.text)
         except (ValueError, RecursionError):  # not JSON, or nested past what Python reads
             raise JudgeError(
-                f"the judge server's answer is not JSON: {excerpt(self.scrub(answer.text))}"
+                f"the {self.who} server's answer is not JSON: {excerpt(self.scrub(answer.text))}"
             ) from None
         try:
             if self.protocol == "ollama":
@@ -297,19 +362,19 @@ class JudgeClient:
                 message = data["choices"][0]["message"]
                 content = message.get("content")
                 if content is None and message.get("refusal"):
-                    raise JudgeError(f"the judge refused: {_short(str(message['refusal']))}")
+                    raise JudgeError(f"the {self.who} refused: {_short(str(message['refusal']))}")
         except (KeyError, IndexError, TypeError, AttributeError):  # a field of another shape
             error = data.get("error") if isinstance(data, dict) else None
             if error:
                 raise JudgeError(
-                    f"the judge server answered an error: {_short(str(error))}"
+                    f"the {self.who} server answered an error: {_short(str(error))}"
                 ) from None
             raise JudgeError(
-                f"unexpected answer from the judge server: {excerpt(str(data))}"
+                f"unexpected answer from the {self.who} server: {excerpt(str(data))}"
             ) from None
         if not isinstance(content, str):
-            raise JudgeError("the judge's answer holds no text")
-        return content
+            raise JudgeError(f"the {self.who}'s answer holds no text")
+        return Reply(content, *_tokens(data, self.protocol))
 
 
 @dataclass(frozen=True)
@@ -325,6 +390,20 @@ class _Answer:
     @property
     def text(self) -> str:
         return self.body.decode(self.encoding, errors="replace")
+
+
+def _tokens(data: dict[str, Any], protocol: str) -> tuple[int, int]:
+    """(prompt, completion) tokens of an answer: OpenAI's ``usage``, Ollama's counts;
+    0 for what the server leaves out or gives in another shape."""
+    if protocol == "ollama":
+        counts = (data.get("prompt_eval_count"), data.get("eval_count"))
+    else:
+        usage = data.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        counts = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+    return tuple(
+        n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else 0 for n in counts
+    )
 
 
 class _Overdue(Exception):
