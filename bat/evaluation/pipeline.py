@@ -317,15 +317,25 @@ def judge_stage(ctx: RunContext, run_dir: Path, *, say: Say = print) -> None:
 
     With ``evaluation.qualitative`` off, nothing is judged and the run is kept as it is:
     ``eval.run`` chains this stage always, and judging is asked for in eval.yaml, not by
-    the command line.
+    the command line. Except for the tasks with natural-language assertions
+    (``expected.assertions``): when a judge is configured, their episodes are judged all
+    the same, as their assertions (perhaps part of their verdict) need a judge.
     """
     from bat.evaluation.judging import judge_run
 
     resolved = ctx.resolved
+    only = None
     if not resolved.evaluation.qualitative:
         off = "qualitative judging is off (evaluation.qualitative: false)"
-        say(f"{off}; {run_dir.name} kept as is")
-        return
+        dataset = load_dataset(resolved.dataset, unknown_keys=resolved.unknown_keys)
+        asserted = {task.id for task in dataset.tasks if task.expected.assertions}
+        if not asserted or not resolved.config.judges:
+            say(f"{off}; {run_dir.name} kept as is")
+            return
+        # A task's assertions are decided whenever a judge is configured: only those
+        # tasks' episodes are judged (their scores come in the same request).
+        say(f"{off}; judging the episodes of {counted(len(asserted), 'task')} with assertions")
+        only = asserted
     say = ctx.say(say)
     rundir.model_dirs(run_dir)  # a crafted models[].dir is refused before any write
     env = judge_keys(resolved)
@@ -339,6 +349,7 @@ def judge_stage(ctx: RunContext, run_dir: Path, *, say: Say = print) -> None:
         say=say,
         scrubber=ctx.scrubber,
         base=resolved.base,  # a judge's script: is relative to eval.yaml
+        only=only,
     )
     if result.judged and result.errors == result.judged:
         say(f"warning: every judgement failed; the first error: {result.first_error}")

@@ -22,11 +22,14 @@ from typing import Any
 from bat.evaluation.inputs.dataset import TaskExpected, ToolCallExpectation, TurnExpect
 from bat.evaluation.inputs.output_regex import REGEX_TIME_LIMIT_S
 from bat.evaluation.log.episode import Check, EpisodeResult, ToolCall, Verdict
+from bat.evaluation.log.scores import JudgeScores
 from bat.evaluation.verdict_workspace import (
     episode_scope,
     turn_scope,
     workspace_checks,
 )
+
+ASSERTION_CHECK = "assertion:"  # the name of an assertion's check, with its index
 
 
 def judge_episode(
@@ -64,6 +67,7 @@ def judge_episode(
         count = sum(1 for call in trace.agent_calls if call.name == want.name)
         checks.append(_count(f"agent_call:{want.name}", count, want.times))
     checks += _conversation_checks(expected, trace.turns)
+    checks += assertion_checks(expected, episode.scores)
     checks += workspace_checks(expected, episode_scope(episode))
     turn_wants = [(index, want) for index, want in enumerate(turn_expected) if want is not None]
     for index, want in turn_wants:
@@ -76,6 +80,57 @@ def judge_episode(
         reason="; ".join(check.detail for check in checks) or "no checks",
         checks=checks,
         vacuous=passed and (not checked or (not output.strip() and not acted)),
+    )
+
+
+def assertion_checks(expected: TaskExpected, scores: JudgeScores | None) -> list[Check]:
+    """One check per natural-language assertion (``assertion:N``, from 0) when the task
+    puts them in its verdict (``assertions_in_verdict``), read back from the judges'
+    ``scores``: so re-checking a run (``eval.verdict``) keeps them. One not decided yet
+    (the episode not judged, or judged before the assertion was written) or decided by
+    no judge fails, with the reason."""
+    if not expected.assertions_in_verdict:
+        return []
+    decided = {}
+    if scores is not None:
+        decided = {entry.assertion: entry for entry in scores.assertions}
+    checks = []
+    for index, text in enumerate(expected.assertions):
+        name = f"{ASSERTION_CHECK}{index}"
+        entry = decided.get(text)
+        if entry is None:
+            why = scores.error if scores is not None and scores.error else "not judged yet"
+            detail = f"{name}: {why} ({text[:80]!r})"
+            checks.append(Check(name=name, passed=False, detail=detail))
+            continue
+        word = {True: "passed", False: "failed", None: "undecided"}[entry.passed]
+        reason = " ".join(entry.reason.split())[:300]
+        detail = f"{name}: {word} ({text[:80]!r})" + (f": {reason}" if reason else "")
+        checks.append(Check(name=name, passed=entry.passed is True, detail=detail))
+    return checks
+
+
+def with_assertions(
+    verdict: Verdict,
+    expected: TaskExpected,
+    episode: EpisodeResult,
+    turn_expected: Sequence[TurnExpect | None] = (),
+) -> Verdict:
+    """``verdict`` with its assertion checks made again from the episode's new scores
+    (the judge stage: the other checks, made when the episode ran, are kept as they are,
+    even if the dataset changed since; ``eval.verdict`` makes them all again)."""
+    if not expected.assertions_in_verdict or episode.infra_error is not None:
+        return verdict
+    kept = [c for c in verdict.checks if not c.name.startswith(ASSERTION_CHECK)]
+    checks = kept + assertion_checks(expected, episode.scores)
+    passed = all(check.passed for check in checks)
+    acted = expected.checks_action or any(w.checks_action for w in turn_expected if w)
+    return Verdict(
+        passed=passed,
+        reason="; ".join(check.detail for check in checks) or "no checks",
+        checks=checks,
+        # assertions are checks beyond the status: only an empty answer is vacuous
+        vacuous=passed and not episode.final_output.strip() and not acted,
     )
 
 

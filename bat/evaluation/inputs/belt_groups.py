@@ -40,6 +40,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from bat.errors import InputError
+from bat.evaluation.inputs.evidence import (
+    EVIDENCE_KEY,
+    INSTRUCTION_KEY,
+    inside,
+    instruction_problem,
+    read_evidence,
+)
 from bat.figures import counted, integer
 from bat.input_files import MiB, json_lines, parse_json, read_text
 from bat.locate import validation_problems
@@ -51,9 +58,6 @@ MAX_DEPTH = 6  # folders below the dataset path searched for groups
 MAX_ENTRIES = 100_000  # folder entries looked at while searching
 SCENARIO_LIMIT = 1 * MiB  # bytes of one scenario or _config.json
 MAX_TURNS = 100
-INSTRUCTION_LIMIT = 10_000  # characters of llm_scorer_instruction (belt's cap)
-EVIDENCE_LIMIT = 1 * MiB  # bytes of one evidence file
-MAX_EVIDENCE_FILES = 20
 MAX_PROBLEMS = 200  # problems listed in one error
 
 CONFIG_KEYS = frozenset(
@@ -248,7 +252,7 @@ def _read_json(root: Path, path: Path, kind: str, found: BeltDataset) -> tuple[A
     """The data and text of the JSON file ``path``; None (the problem noted) when it
     cannot be read, is not JSON, or is a link that leads out of ``root``."""
     try:
-        if path.is_symlink() and not _inside(root, path):
+        if path.is_symlink() and not inside(root, path):
             raise InputError(
                 f"{path}: a link that leads out of {root}; bat reads {kind} only "
                 "from inside the dataset folder"
@@ -263,14 +267,6 @@ def _read_json(root: Path, path: Path, kind: str, found: BeltDataset) -> tuple[A
     except InputError as exc:
         found.problems.append(exc.message)
         return None
-
-
-def _inside(root: Path, path: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-    except (OSError, ValueError, RuntimeError):
-        return False
-    return True
 
 
 # -- _config.json ------------------------------------------------------------------------
@@ -467,65 +463,25 @@ def _meta(root: Path, path: Path, data: dict[str, Any], problem: Any) -> dict[st
             meta["description"] = data["description"]
         else:
             problem(("description",), "expected text")
-    instruction = data.get("llm_scorer_instruction")
+    instruction = data.get(INSTRUCTION_KEY)
     if instruction is not None:
-        if not isinstance(instruction, str) or len(instruction) > INSTRUCTION_LIMIT:
-            problem(
-                ("llm_scorer_instruction",),
-                f"expected text of at most {integer(INSTRUCTION_LIMIT)} characters "
-                "(a longer rubric goes in llm_scorer_evidence_files)",
-            )
+        why = instruction_problem(instruction)
+        if why:
+            problem((INSTRUCTION_KEY,), why)
         else:
-            meta["llm_scorer_instruction"] = instruction
+            meta[INSTRUCTION_KEY] = instruction
     raw = data.get("llm_scorer_raw_transcript")
     if raw is not None:
         if not isinstance(raw, bool):
             problem(("llm_scorer_raw_transcript",), "expected true or false")
         else:
             meta["llm_scorer_raw_transcript"] = raw
-    evidence = data.get("llm_scorer_evidence_files")
+    evidence = data.get(EVIDENCE_KEY)
     if evidence is not None:
-        texts = _evidence(root, path, evidence, problem)
+        texts = read_evidence(root, path.parent, evidence, problem, named_from=path.name)
         if texts:
-            meta["llm_scorer_evidence_files"] = texts
+            meta[EVIDENCE_KEY] = texts
     return meta
-
-
-def _evidence(root: Path, path: Path, listed: Any, problem: Any) -> list[dict[str, str]]:
-    """Each evidence file's path (as written) and text, read relative to the scenario
-    file; ``..``, absolute paths, links out of the dataset folder and missing files are
-    problems."""
-    key = "llm_scorer_evidence_files"
-    if not isinstance(listed, list) or len(listed) > MAX_EVIDENCE_FILES:
-        problem((key,), f"expected a list of at most {MAX_EVIDENCE_FILES} paths")
-        return []
-    texts = []
-    for index, relative in enumerate(listed):
-        where = (key, index)
-        if not isinstance(relative, str) or not relative or "\x00" in relative:
-            problem(where, "expected a path (text)")
-            continue
-        parts = relative.replace("\\", "/").split("/")
-        if relative.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", relative):
-            problem(where, f"{relative[:80]!r}: an absolute path; give it relative to {path.name}")
-            continue
-        if ".." in parts:
-            problem(where, f"{relative[:80]!r}: '..' is not allowed in an evidence path")
-            continue
-        target = path.parent / relative
-        if not _inside(root, target):
-            problem(where, f"{relative[:80]!r}: leads out of the dataset folder {root}")
-            continue
-        try:
-            text = read_text(target, limit=EVIDENCE_LIMIT, kind="an evidence file")
-        except FileNotFoundError:
-            problem(where, f"{relative[:80]!r}: no such file ({target})")
-            continue
-        except InputError as exc:
-            problem(where, exc.message)
-            continue
-        texts.append({"path": relative, "text": text})
-    return texts
 
 
 def _short_text(value: Any, limit: int = 200) -> bool:

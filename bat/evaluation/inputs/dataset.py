@@ -689,9 +689,15 @@ class DatasetFacts:
     tool_args: bool = False  # some task checks their arguments (args_subset)
     regex: TaskIds = field(default_factory=TaskIds)  # tasks with output_regex
     must_not: TaskIds = field(default_factory=TaskIds)  # ... with output_must_not_contain
+    asserted: TaskIds = field(default_factory=TaskIds)  # ... with assertions (a judge decides)
+    in_verdict: TaskIds = field(default_factory=TaskIds)  # ... assertions_in_verdict
 
     def add(self, task: TaskSpec) -> None:
         expected = task.expected
+        if expected.assertions:
+            self.asserted.add(task.id)
+        if expected.assertions_in_verdict:
+            self.in_verdict.add(task.id)
         if len(task.turns) > 1:
             self.multi_turn.add(task.id)
         self.tool_names = self.tool_names or expected.checks_tools

@@ -73,7 +73,8 @@ def project_checks(resolved: ResolvedConfig, dataset: DatasetCheck) -> Checked:
         *dataset_warnings(dataset.weak),
         *new_checks_warnings(resolved, dataset),
     ]
-    if resolved.evaluation.qualitative:
+    warnings += assertion_checks(resolved, dataset)
+    if resolved.evaluation.qualitative or (dataset.facts.asserted and resolved.config.judges):
         judge_keys(resolved)
     check_output_dir(resolved.output_dir)
     if agent.adapter != "a2a":
@@ -95,6 +96,27 @@ def project_checks(resolved: ResolvedConfig, dataset: DatasetCheck) -> Checked:
     warnings += extra_spans_warnings(resolved, settings)
     warnings += key_warnings(resolved, settings)
     return Checked(settings=settings, warnings=warnings)
+
+
+def assertion_checks(resolved: ResolvedConfig, dataset: DatasetCheck) -> list[str]:
+    """Natural-language assertions need a judge: a task that puts them in its verdict,
+    in a run with no ``judge:``, is refused (every one of its episodes would fail);
+    assertions only recorded are a warning. With a judge, they are decided even when
+    ``evaluation.qualitative`` is off (``pipeline.judge_stage``)."""
+    facts = dataset.facts
+    if resolved.config.judges or not facts.asserted:
+        return []
+    if facts.in_verdict:
+        raise InputError(
+            f"{dataset.path}: {counted(len(facts.in_verdict), 'task')} "
+            f"({facts.in_verdict.named()}) put expected.assertions in the verdict "
+            f"(assertions_in_verdict: true), but {resolved.file.name} sets no judge: to "
+            "decide them; add a judge: (a script: judge needs no key)"
+        )
+    return [
+        f"{dataset.path}: the assertions of {counted(len(facts.asserted), 'task')} "
+        f"({facts.asserted.named()}) are not decided: {resolved.file.name} sets no judge:"
+    ]
 
 
 def ignored_keys_warnings(dataset: DatasetCheck, base: Path) -> list[str]:

@@ -30,9 +30,10 @@ from bat import secrets
 from bat.errors import InputError, OperationError
 from bat.evaluation.inputs.config import JudgeSpec, api_key
 from bat.evaluation.inputs.dataset import TaskSpec
+from bat.evaluation.judging.assertions import Decision, decisions
 from bat.evaluation.judging.cache import JudgeCache, cache_key
 from bat.evaluation.judging.client import JudgeClient
-from bat.evaluation.judging.parse import JudgeError, parse_judgement
+from bat.evaluation.judging.parse import JudgeError, parse_judgement, verdict_objects
 from bat.evaluation.judging.rubrics import RUBRIC_VERSION, build_prompt
 from bat.evaluation.judging.scores import Outcome, combine
 from bat.evaluation.judging.scripted import scripted_judges
@@ -46,6 +47,7 @@ from bat.evaluation.log.scores import (
     JudgeScores,
     not_judged,
 )
+from bat.evaluation.verdict import with_assertions
 
 __all__ = [
     "CACHE_DIR",
@@ -101,6 +103,7 @@ def judge_run(
     sleep: Callable[[float], Any] | None = None,
     scrubber: secrets.Scrubber,
     base: Path | None = None,
+    only: set[str] | None = None,
 ) -> JudgeSummary:
     """Score every episode under ``<run_dir>/*/episodes/`` with ``judges``; rewrite the files.
 
@@ -108,7 +111,9 @@ def judge_run(
     the variables API keys are read from (the caller merges the shell over the agent's
     ``.env``); ``sleep`` waits between retries (default: one Ctrl-C ends); ``scrubber``
     takes the configuration's secrets, and the judges' keys, out of what is written; ``base``
-    is the folder a judge's ``script`` is relative to (eval.yaml's). Judgements
+    is the folder a judge's ``script`` is relative to (eval.yaml's); ``only``, when
+    given, the ids of the tasks whose episodes are judged (the others are left as they
+    are: with ``evaluation.qualitative`` off, the tasks with assertions). Judgements
     are cached under ``<run_dir>/judge-cache/``. A missing API key variable is an
     InputError raised before any request; a failed judgement is never raised, it is
     written into the episode. An episode file that cannot be written back is an
@@ -155,10 +160,12 @@ def judge_run(
         pending: dict[Future[Outcome], tuple[int, str]] = {}
         try:
             for index, (path, episode) in enumerate(loaded):
+                if only is not None and episode.task_id not in only:
+                    continue
                 reason = episode_outcome(episode).not_judged_because
                 if reason is not None:
                     counts["skipped" if reason == NOT_JUDGED_INFRA else "skipped_agent_errors"] += 1
-                    _save(path, episode, not_judged(reason), scrubber)
+                    _save(path, episode, not_judged(reason), scrubber, tasks.get(episode.task_id))
                     continue
                 outcomes[index] = {}
                 task = tasks.get(episode.task_id)
@@ -171,9 +178,11 @@ def judge_run(
                 if len(outcomes[index]) < len(labels):
                     continue
                 ordered = {name: outcomes[index][name] for name in labels}
-                scores = combine(RUBRIC_VERSION, ordered)
                 path, episode = loaded[index]
-                _save(path, episode, scores, scrubber)
+                task = tasks.get(episode.task_id)
+                asked = list(task.expected.assertions) if task is not None else []
+                scores = combine(RUBRIC_VERSION, ordered, asked)
+                _save(path, episode, scores, scrubber, task)
                 counts["judged"] += 1
                 counts["cached"] += all(o.cached for o in ordered.values())
                 counts["judge_failures"] += len(scores.judge_errors)
@@ -216,10 +225,13 @@ def _judge_one(
     try:
         prompt = build_prompt(episode, task, spec.prompts, spec.budget_chars)
         key = cache_key(spec.label, where, RUBRIC_VERSION, prompt.sha256)
+        count = len(task.expected.assertions) if task is not None else 0
         reply = cache.get(key)
         if reply is not None:
             try:
-                return Outcome(parse_judgement(reply), cached=True)
+                return Outcome(
+                    parse_judgement(reply), cached=True, assertions=_decided(reply, count)
+                )
             except JudgeError:
                 pass  # a reply the parser no longer accepts: ask again
         reply = client.chat(prompt.system, prompt.user)
@@ -235,19 +247,35 @@ def _judge_one(
                 prompt_sha256=prompt.sha256,
                 task_id=episode.task_id,
             )
-        return Outcome(judgement)
+        return Outcome(judgement, assertions=_decided(reply, count))
     except JudgeError as exc:
         return Outcome(None, client.scrub(str(exc)))
     except Exception as exc:  # a bug must cost one judgement, not the run
         return Outcome(None, client.scrub(f"internal error: {type(exc).__name__}: {exc}"))
 
 
+def _decided(reply: str, count: int) -> list[Decision]:
+    """The task's ``count`` assertions as the judge's ``reply`` decided them (a reply
+    whose scores parsed)."""
+    return decisions(verdict_objects(reply), count) if count else []
+
+
 def _save(
-    path: Path, episode: EpisodeResult, scores: JudgeScores, scrubber: secrets.Scrubber
+    path: Path,
+    episode: EpisodeResult,
+    scores: JudgeScores,
+    scrubber: secrets.Scrubber,
+    task: TaskSpec | None = None,
 ) -> None:
-    """Write the episode back with ``scores``, unless they are already there."""
+    """Write the episode back with ``scores``, unless they are already there; with its
+    verdict's assertion checks made again from them, when the task puts its assertions
+    in the verdict (one atomic write for both)."""
+    verdict = None
+    if task is not None and episode.verdict is not None and task.expected.assertions_in_verdict:
+        judged = episode.model_copy(update={"scores": scores})
+        verdict = with_assertions(episode.verdict, task.expected, judged, task.turn_expected)
     try:
-        store.write_scores(path, episode, scores, scrubber=scrubber)
+        store.write_scores(path, episode, scores, scrubber=scrubber, verdict=verdict)
     except OSError as exc:
         raise OperationError(f"cannot write {path}: {exc.strerror or exc}") from None
 

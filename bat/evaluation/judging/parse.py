@@ -38,15 +38,7 @@ class JudgeError(Exception):
 
 def parse_judgement(reply: str) -> Judgement:
     """``{dimension: (score, reasoning)}`` from a judge's reply, or a JudgeError saying why."""
-    if not isinstance(reply, str) or not reply.strip():
-        raise JudgeError("the judge's reply is empty")
-    objects = json_objects(reply[-MAX_REPLY_CHARS:])
-    if not objects:
-        raise JudgeError(f"no complete JSON object in the judge's reply: {excerpt(reply)}")
-    verdicts = [o for o in map(_unwrap, objects) if any(dim in o for dim in JUDGE_DIMENSIONS)]
-    if not verdicts:
-        raise JudgeError(f"no JSON object with scores in the judge's reply: {excerpt(reply)}")
-    verdict = verdicts[-1]
+    verdict = verdict_object(reply)
     judgement: Judgement = {}
     for dim in JUDGE_DIMENSIONS:
         if dim not in verdict:
@@ -60,6 +52,32 @@ def parse_judgement(reply: str) -> Judgement:
         value = _number(dim, score)
         judgement[dim] = (value, _text(reasoning)[:MAX_REASONING_CHARS])
     return judgement
+
+
+def verdict_object(reply: str) -> dict[str, Any]:
+    """The judgement's JSON object in a reply: the last one holding scores, unwrapped from
+    a ``scores``/``evaluation``... key (see :func:`verdict_objects`)."""
+    return verdict_objects(reply)[1]
+
+
+def verdict_objects(reply: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The last top-level object of a reply holding scores, and the object of the scores
+    in it (itself, or the one under a wrapper key). The task's assertions are read from
+    the pair (:mod:`bat.evaluation.judging.assertions`): beside the scores or beside the
+    wrapper."""
+    if not isinstance(reply, str) or not reply.strip():
+        raise JudgeError("the judge's reply is empty")
+    objects = json_objects(reply[-MAX_REPLY_CHARS:])
+    if not objects:
+        raise JudgeError(f"no complete JSON object in the judge's reply: {excerpt(reply)}")
+    verdicts = [
+        (o, inner)
+        for o, inner in zip(objects, map(_unwrap, objects), strict=True)
+        if any(dim in inner for dim in JUDGE_DIMENSIONS)
+    ]
+    if not verdicts:
+        raise JudgeError(f"no JSON object with scores in the judge's reply: {excerpt(reply)}")
+    return verdicts[-1]
 
 
 def json_objects(text: str) -> list[dict[str, Any]]:

@@ -10,10 +10,11 @@ that failed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bat.evaluation.inputs.config import JUDGE_DIMENSIONS
+from bat.evaluation.judging import assertions as nl
 from bat.evaluation.judging.parse import Judgement
 from bat.evaluation.log.scores import JudgeScores
 
@@ -25,10 +26,15 @@ class Outcome:
     judgement: Judgement | None
     error: str | None = None
     cached: bool = False
+    # The task's assertions as this judge decided them (empty: the task has none).
+    assertions: list[nl.Decision] = field(default_factory=list)
 
 
-def combine(rubric_version: str, outcomes: dict[str, Outcome]) -> JudgeScores:
-    """The scores of one episode from each judge's outcome (``label -> Outcome``)."""
+def combine(
+    rubric_version: str, outcomes: dict[str, Outcome], assertions: list[str] | None = None
+) -> JudgeScores:
+    """The scores of one episode from each judge's outcome (``label -> Outcome``), and the
+    task's ``assertions`` decided (a judge that failed decided none of them)."""
     labels = list(outcomes)
     several = len(labels) > 1
     dimensions: dict[str, dict[str, Any]] = {}
@@ -57,6 +63,15 @@ def combine(rubric_version: str, outcomes: dict[str, Outcome]) -> JudgeScores:
             if several
             else (next(iter(failed.values())))
         )
+    given: dict[str, Any] = {}
+    if assertions:
+        decided = {
+            label: outcome.assertions
+            if outcome.judgement is not None and len(outcome.assertions) == len(assertions)
+            else [(None, f"undecided: {outcome.error or 'the judgement failed'}")] * len(assertions)
+            for label, outcome in outcomes.items()
+        }
+        given["assertions"] = nl.combine(assertions, decided)
     # Validated in one call (pydantic's core makes the nested models): a re-judge of a
     # big run makes one of these per episode.
     return JudgeScores.model_validate(
@@ -66,5 +81,6 @@ def combine(rubric_version: str, outcomes: dict[str, Outcome]) -> JudgeScores:
             "dimensions": dimensions,
             "error": error,
             "judge_errors": failed,
+            **given,
         }
     )

@@ -12,7 +12,10 @@ readers need not import the judges::
                                            "disagreement": None},   # max - min, 2+ judges
                     ...},                                           # all four, always
      "error": None,                     # set when every judge failed: the reasons
-     "judge_errors": {}}                # label -> reason, for each judge that failed
+     "judge_errors": {},                # label -> reason, for each judge that failed
+     "assertions": [                    # only when the task has expected.assertions
+        {"assertion": "The agent asked ...", "passed": True,   # None: no judge decided
+         "reason": "...", "per_judge": {"openai:gpt-4.1-mini": True}}]}
 
 Judges judge answers. An episode that ended in an infrastructure failure (bat saw no
 answer) or failed with an agent error (the agent answered with an error, not with an
@@ -53,6 +56,17 @@ class DimensionScore(BaseModel):
     disagreement: float | None = None  # max - min, with two judges or more
 
 
+class AssertionScore(BaseModel):
+    """One natural-language assertion of the task (``expected.assertions``), decided by
+    the judges: passed by a majority of the judges that decided it (a tie fails); None
+    when none did (``reason`` says why)."""
+
+    assertion: str
+    passed: bool | None
+    reason: str = ""
+    per_judge: dict[str, bool | None] = Field(default_factory=dict)
+
+
 class JudgeScores(BaseModel):
     """An episode's ``scores``: what the judges said (made by ``bat.evaluation.judging``)."""
 
@@ -65,6 +79,9 @@ class JudgeScores(BaseModel):
     dimensions: dict[str, DimensionScore] = Field(default_factory=dict)
     error: str | None = None  # set when every judge failed (or none was asked): the reasons
     judge_errors: dict[str, str] = Field(default_factory=dict)  # label -> reason
+    # The task's assertions, in its order; given only when the task has some, so the
+    # scores of every other episode keep their bytes.
+    assertions: list[AssertionScore] = Field(default_factory=list)
 
     def as_written(self, mode: str = "python") -> dict[str, Any]:
         """The scores as an episode file holds them: the keys they were given, no other
@@ -95,6 +112,7 @@ __all__ = [
     "NOT_JUDGED",
     "NOT_JUDGED_AGENT_ERROR",
     "NOT_JUDGED_INFRA",
+    "AssertionScore",
     "DimensionScore",
     "JudgeScores",
     "not_judged",

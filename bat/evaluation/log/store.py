@@ -289,17 +289,29 @@ def queue_episode(
 
 
 def write_scores(
-    path: Path, episode: EpisodeResult, scores: JudgeScores, *, scrubber: Scrubber
+    path: Path,
+    episode: EpisodeResult,
+    scores: JudgeScores,
+    *,
+    scrubber: Scrubber,
+    verdict: Verdict | None = None,
 ) -> bool:
     """Put the judges' ``scores`` into the episode at ``path``; False if they were there.
 
     They are compared as the file would hold them, scrubbed (a judge's reasoning may
     quote what it was sent), and checked again after (a model built without validation
-    must not put another shape in a file)."""
+    must not put another shape in a file). ``verdict``, when given, replaces the
+    episode's in the same write (a task whose assertions are part of its verdict: the
+    verdict follows the scores, and no reader sees one without the other)."""
     given = scrubber.data(scores.as_written())
-    if episode.scores is not None and episode.scores.as_written() == given:
+    if verdict is not None:  # made from the scores as given: scrubbed the same way
+        verdict = Verdict.model_validate(scrubber.data(verdict.model_dump(mode="json")))
+    same_scores = episode.scores is not None and episode.scores.as_written() == given
+    if same_scores and (verdict is None or verdict == episode.verdict):
         return False  # an unchanged re-judge rewrites nothing
     episode.scores = JudgeScores.model_validate(given)  # the shape every reader relies on
+    if verdict is not None:
+        episode.verdict = verdict
     _rewrite(path, episode, scrubber)
     return True
 
