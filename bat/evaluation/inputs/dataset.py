@@ -38,6 +38,7 @@ from pydantic import (
 
 from bat.errors import InputError
 from bat.evaluation.inputs.compat import COMPAT_HINT, UnknownKeys
+from bat.evaluation.inputs.evidence import read_task_evidence
 from bat.evaluation.inputs.output_regex import check_regex
 from bat.evaluation.log.outcome import Status, normalize_status
 from bat.figures import counted
@@ -595,7 +596,12 @@ def load_dataset(path: Path, *, unknown_keys: UnknownKeys = "refuse") -> Dataset
     if not tasks:
         raise InputError(f"{path} holds no tasks")
     refuse_lone_surrogates(path, text)
-    return Dataset(path=path, sha256=sha256, tasks=tasks, ignored=ignored)
+    # The judges' evidence files, read now; the run's snapshot then holds their texts,
+    # and the dataset's hash is the snapshot's (an edited evidence file changes it).
+    snapshot = read_task_evidence(path, text, tasks)
+    if snapshot is not None:
+        sha256 = hashlib.sha256(snapshot).hexdigest()
+    return Dataset(path=path, sha256=sha256, tasks=tasks, ignored=ignored, snapshot=snapshot)
 
 
 def load_belt_folder(path: Path) -> Dataset:
@@ -768,7 +774,9 @@ def check_dataset(
         valid = _validated(text, _task_notes(), notes, chunk) is not None
     except RepeatedKey as exc:
         raise repeated_key_error(path, text, exc) from None
-    if valid and stems and len(set(stems)) == len(stems):
+    # A task that names judge evidence files: they are read (and checked) by the full
+    # reader, which also hashes the dataset with their texts.
+    if valid and stems and len(set(stems)) == len(stems) and "llm_scorer_" not in text:
         refuse_lone_surrogates(path, text)
         return DatasetCheck(
             path=path, sha256=sha256, count=len(stems), weak=notes["weak"], facts=facts

@@ -18,6 +18,7 @@ taken as it is, within the same bounds.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -64,11 +65,13 @@ def read_evidence(
     *,
     named_from: str,
     read_already: bool = False,
+    cache: dict[str, str] | None = None,
 ) -> list[dict[str, str]]:
     """Each evidence file's path (as written) and text, read relative to ``folder`` and
     kept within ``root``; every problem reported through ``problem(key path, message)``
     (``named_from``: the file the paths are relative to, for the messages). With
-    ``read_already``, an entry ``{path, text}`` (a run's snapshot) is taken as read."""
+    ``read_already``, an entry ``{path, text}`` (a run's snapshot) is taken as read;
+    ``cache`` (path as written -> text) lets tasks naming one file share one read."""
     if not isinstance(listed, list) or len(listed) > MAX_EVIDENCE_FILES:
         problem((EVIDENCE_KEY,), f"expected a list of at most {MAX_EVIDENCE_FILES} paths")
         return []
@@ -85,8 +88,12 @@ def read_evidence(
             else:
                 texts.append({"path": item["path"], "text": item["text"]})
             continue
-        text = _read_one(root, folder, item, named_from)
+        text = cache.get(item) if cache is not None and isinstance(item, str) else None
+        if text is None:
+            text = _read_one(root, folder, item, named_from)
         if isinstance(text, str):
+            if cache is not None:
+                cache[item] = text
             texts.append({"path": item, "text": text})
         else:
             problem(where, text.message)
@@ -112,3 +119,69 @@ def _read_one(root: Path, folder: Path, relative: Any, named_from: str) -> str |
         return InputError(f"{shown}: no such file ({target})")
     except InputError as exc:
         return exc
+
+
+MAX_EVIDENCE_TOTAL = 64 * MiB  # bytes of the distinct evidence files of one dataset
+MAX_PROBLEMS = 50  # listed in one error
+
+
+def read_task_evidence(path: Path, text: str, tasks: list[Any]) -> bytes | None:
+    """A tasks.json's ``meta.llm_scorer_instruction`` checked and each task's
+    ``meta.llm_scorer_evidence_files`` read (relative to the dataset file's folder) into
+    ``{path, text}`` entries, in place. Returns the run's snapshot of the dataset when a
+    file was read: the tasks as written, with the texts in place of the paths (None: the
+    file's own bytes are the snapshot). Every problem, one line each naming the task and
+    the path, in one InputError."""
+    if "llm_scorer_" not in text:  # the usual dataset: nothing to look at
+        return None
+    root = path.parent
+    problems: list[str] = []
+    cache: dict[str, str] = {}
+    read_any = False
+    for task in tasks:
+        meta = task.meta
+
+        def problem(key: tuple, message: str, task_id: str = task.id) -> None:
+            where = key[0] + "".join(f"[{part}]" for part in key[1:])
+            problems.append(f"{path}: task {task_id!r}: meta.{where}: {message}")
+
+        if INSTRUCTION_KEY in meta:
+            why = instruction_problem(meta[INSTRUCTION_KEY])
+            if why:
+                problem((INSTRUCTION_KEY,), why)
+        listed = meta.get(EVIDENCE_KEY)
+        if listed is None:
+            continue
+        read_any = read_any or (
+            isinstance(listed, list) and any(isinstance(i, str) for i in listed)
+        )
+        meta[EVIDENCE_KEY] = read_evidence(
+            root, root, listed, problem, named_from=path.name, read_already=True, cache=cache
+        )
+        if sum(len(t) for t in cache.values()) > MAX_EVIDENCE_TOTAL:
+            problems.append(
+                f"{path}: the evidence files of its tasks hold more than "
+                f"{integer(MAX_EVIDENCE_TOTAL)} bytes together, the limit"
+            )
+            break
+    if problems:
+        if len(problems) == 1:
+            raise InputError(problems[0])
+        shown = problems[:MAX_PROBLEMS]
+        if len(problems) > MAX_PROBLEMS:
+            shown.append(f"... and {integer(len(problems) - MAX_PROBLEMS)} more")
+        raise InputError(f"{path} has {len(problems)} problems", details=shown)
+    if not read_any:
+        return None
+    return _snapshot(text, tasks)
+
+
+def _snapshot(text: str, tasks: list[Any]) -> bytes:
+    """The dataset's JSON as written, each task's evidence paths replaced by what was
+    read (the tasks are those of ``text``, in its order)."""
+    data = json.loads(text)
+    listed = data["tasks"] if isinstance(data, dict) else data
+    for item, task in zip(listed, tasks, strict=True):
+        if EVIDENCE_KEY in task.meta:
+            item["meta"][EVIDENCE_KEY] = task.meta[EVIDENCE_KEY]
+    return (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
