@@ -104,7 +104,7 @@ def assertion_checks(expected: TaskExpected, scores: JudgeScores | None) -> list
             checks.append(Check(name=name, passed=False, detail=detail))
             continue
         word = {True: "passed", False: "failed", None: "undecided"}[entry.passed]
-        reason = " ".join(entry.reason.split())[:300]
+        reason = " ".join(entry.reason.split())[:300].removeprefix("undecided: ")
         detail = f"{name}: {word} ({text[:80]!r})" + (f": {reason}" if reason else "")
         checks.append(Check(name=name, passed=entry.passed is True, detail=detail))
     return checks
