@@ -325,21 +325,23 @@ def judge_stage(ctx: RunContext, run_dir: Path, *, say: Say = print) -> None:
 
     resolved = ctx.resolved
     only = None
+    dataset = None
     if not resolved.evaluation.qualitative:
         off = "qualitative judging is off (evaluation.qualitative: false)"
-        dataset = load_dataset(resolved.dataset, unknown_keys=resolved.unknown_keys)
-        asserted = {task.id for task in dataset.tasks if task.expected.assertions}
-        if not asserted or not resolved.config.judges:
+        if resolved.config.judges:
+            dataset = load_dataset(resolved.dataset, unknown_keys=resolved.unknown_keys)
+            only = {task.id for task in dataset.tasks if task.expected.assertions}
+        if not only:
             say(f"{off}; {run_dir.name} kept as is")
             return
         # A task's assertions are decided whenever a judge is configured: only those
         # tasks' episodes are judged (their scores come in the same request).
-        say(f"{off}; judging the episodes of {counted(len(asserted), 'task')} with assertions")
-        only = asserted
+        say(f"{off}; judging the episodes of {counted(len(only), 'task')} with assertions")
     say = ctx.say(say)
     rundir.model_dirs(run_dir)  # a crafted models[].dir is refused before any write
     env = judge_keys(resolved)
-    dataset = load_dataset(resolved.dataset, unknown_keys=resolved.unknown_keys)
+    if dataset is None:
+        dataset = load_dataset(resolved.dataset, unknown_keys=resolved.unknown_keys)
     tasks = {task.id: task for task in dataset.tasks}
     result = judge_run(
         run_dir,

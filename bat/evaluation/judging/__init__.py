@@ -1,4 +1,6 @@
-"""LLM judges: four qualitative scores per episode, with the judge's reasoning.
+"""LLM judges: four qualitative scores per episode, with the judge's reasoning, and the
+task's natural-language assertions decided (``assertions.py``; with
+``assertions_in_verdict``, the episode's verdict follows them, written with the scores).
 
 ``eval.judge`` calls :func:`judge_run` on a finished run directory (when
 ``evaluation.qualitative`` is on). Every episode file is read, sent to each judge
