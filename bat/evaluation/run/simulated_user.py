@@ -48,6 +48,7 @@ STOP = "###STOP###"  # the user's goal is met
 UNMET = "###UNMET###"  # the user's goal cannot be met
 OPENING = "(The agent is waiting. Write your first message to it.)"
 NO_REPLY = "(no reply)"  # what the user model is shown for an agent's empty reply
+MESSAGE_LIMIT = 50_000  # characters of one simulated user message
 
 SYSTEM = """You are playing a user who talks to an AI agent, to test that agent. \
 Stay in your role: write only what this user would write to the agent, one message \
@@ -145,6 +146,11 @@ class UserModel:
         text, ended = read_reply(reply.text)
         if not text and ended is None:
             raise UserModelFailed(f"the user model {self.shown} wrote an empty message")
+        if len(text) > MESSAGE_LIMIT:
+            raise UserModelFailed(
+                f"the user model {self.shown} wrote a message of {len(text):,} characters "
+                f"(at most {MESSAGE_LIMIT:,}: a user's message, not a document)"
+            )
         return NextMessage(text=text, ended=ended, usage=usage)
 
     def _converse(self, messages: list[dict[str, str]]):

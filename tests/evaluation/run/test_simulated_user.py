@@ -216,12 +216,22 @@ def test_any_reply_reads_as_a_message_or_an_end(before, signal, after):
         ({"match": "waiting", "body": "<html>busy</html>"}, "answer is not JSON"),
         ({"match": "waiting", "status": 400}, "HTTP 400"),
         ({"match": "waiting", "reply": "  "}, "wrote an empty message"),
+        ({"match": "waiting", "reply": "x" * 50_001}, "wrote a message of 50,001 characters"),
+        ({"match": "waiting", "body": "y" * 5000}, "answer is over 4,096 bytes"),
     ],
 )
-def test_a_user_model_that_misbehaves_is_its_failure_in_one_line(tmp_path, rule, words):
-    """Malformed, refusing and empty answers of a real HTTP server: UserModelFailed, whose
-    one line the episode's infrastructure failure quotes."""
+def test_a_user_model_that_misbehaves_is_its_failure_in_one_line(
+    tmp_path, monkeypatch, rule, words
+):
+    """Malformed, refusing, empty and oversized answers of a real HTTP server:
+    UserModelFailed, whose one line the episode's infrastructure failure quotes. (The
+    answer's size limit is lowered to 4 KB here: 16 MB of test data is no better test.)"""
     import asyncio
+
+    from bat.evaluation.judging import client
+
+    if "body" in rule:
+        monkeypatch.setattr(client, "MAX_ANSWER_BYTES", 4096)
 
     from bat.evaluation.inputs.config import UserModelSpec
     from bat.evaluation.run.simulated_user import UserModel, UserModelFailed
