@@ -49,6 +49,7 @@ UNMET = "###UNMET###"  # the user's goal cannot be met
 OPENING = "(The agent is waiting. Write your first message to it.)"
 NO_REPLY = "(no reply)"  # what the user model is shown for an agent's empty reply
 MESSAGE_LIMIT = 50_000  # characters of one simulated user message
+REPLY_LIMIT = 20_000  # characters of one agent reply shown to the user model
 
 SYSTEM = """You are playing a user who talks to an AI agent, to test that agent. \
 Stay in your role: write only what this user would write to the agent, one message \
@@ -104,8 +105,18 @@ def messages_for(user: SimulatedUser, turns: list[TurnRecord]) -> list[dict[str,
         return [*messages, {"role": "user", "content": OPENING}]
     for turn in turns:
         messages.append({"role": "assistant", "content": turn.input})
-        messages.append({"role": "user", "content": turn.output.strip() or NO_REPLY})
+        messages.append({"role": "user", "content": _shown_reply(turn.output)})
     return messages
+
+
+def _shown_reply(output: str) -> str:
+    """An agent's reply as the user model reads it: at most :data:`REPLY_LIMIT`
+    characters (an agent that answers megabytes must not make every later request of
+    the conversation that large), the cut said."""
+    text = output.strip() or NO_REPLY
+    if len(text) <= REPLY_LIMIT:
+        return text
+    return f"{text[:REPLY_LIMIT]}\n[... {len(text) - REPLY_LIMIT:,} more characters not shown]"
 
 
 class UserModel:

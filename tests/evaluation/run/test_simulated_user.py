@@ -23,6 +23,7 @@ from bat.evaluation.log.episode import TurnRecord
 from bat.evaluation.run.simulated_user import (
     NO_REPLY,
     OPENING,
+    REPLY_LIMIT,
     STOP,
     UNMET,
     messages_for,
@@ -185,6 +186,11 @@ def test_the_user_model_sees_the_conversation_with_roles_flipped():
         {"role": "assistant", "content": "Ada"},
         {"role": "user", "content": NO_REPLY},
     ]
+    huge = [TurnRecord(input="hi", status="completed", output="z" * (REPLY_LIMIT + 5))]
+    shown = messages_for(user, huge)[-1]["content"]
+    assert shown.startswith("z" * REPLY_LIMIT) and shown.endswith(
+        "[... 5 more characters not shown]"
+    )
 
 
 @pytest.mark.parametrize(
