@@ -697,9 +697,12 @@ class DatasetFacts:
     must_not: TaskIds = field(default_factory=TaskIds)  # ... with output_must_not_contain
     asserted: TaskIds = field(default_factory=TaskIds)  # ... with assertions (a judge decides)
     in_verdict: TaskIds = field(default_factory=TaskIds)  # ... assertions_in_verdict
+    simulated: TaskIds = field(default_factory=TaskIds)  # tasks with a simulated user
 
     def add(self, task: TaskSpec) -> None:
         expected = task.expected
+        if task.user is not None:
+            self.simulated.add(task.id)
         if expected.assertions:
             self.asserted.add(task.id)
         if expected.assertions_in_verdict:
