@@ -431,7 +431,8 @@ def gate(
 def judge(c: Context, run: str | None = None) -> None:
     """Score every episode of a run with the LLM judge(s) of eval.yaml, then re-summarize.
 
-    Needs evaluation.qualitative: true and a judge. Unchanged episodes are answered from
+    Needs evaluation.qualitative: true and a judge (with qualitative off, only the tasks
+    with natural-language assertions are judged). Unchanged episodes are answered from
     the run's judge cache (no request), so re-judging after changing the judge model
     only asks about what changed.
     """
