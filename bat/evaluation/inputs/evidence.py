@@ -136,7 +136,9 @@ def read_task_evidence(path: Path, text: str, tasks: list[Any]) -> bytes | None:
         return None
     root = path.parent
     problems: list[str] = []
-    cache: dict[str, str] = {}
+    cache: dict[str, str] = {}  # path as written -> text: a file named twice is read once
+    total = 0  # characters of the distinct files read
+    counted: set[str] = set()
     read_any = False
     for task in tasks:
         meta = task.meta
@@ -158,7 +160,11 @@ def read_task_evidence(path: Path, text: str, tasks: list[Any]) -> bytes | None:
         meta[EVIDENCE_KEY] = read_evidence(
             root, root, listed, problem, named_from=path.name, read_already=True, cache=cache
         )
-        if sum(len(t) for t in cache.values()) > MAX_EVIDENCE_TOTAL:
+        for entry in meta[EVIDENCE_KEY]:
+            if entry["path"] not in counted:
+                counted.add(entry["path"])
+                total += len(entry["text"])
+        if total > MAX_EVIDENCE_TOTAL:
             problems.append(
                 f"{path}: the evidence files of its tasks hold more than "
                 f"{integer(MAX_EVIDENCE_TOTAL)} bytes together, the limit"
