@@ -698,9 +698,11 @@ class DatasetFacts:
     asserted: TaskIds = field(default_factory=TaskIds)  # ... with assertions (a judge decides)
     in_verdict: TaskIds = field(default_factory=TaskIds)  # ... assertions_in_verdict
     simulated: TaskIds = field(default_factory=TaskIds)  # tasks with a simulated user
+    judge_words: bool = False  # some task has meta.llm_scorer_* (evidence files to read)
 
     def add(self, task: TaskSpec) -> None:
         expected = task.expected
+        self.judge_words = self.judge_words or any(k.startswith("llm_scorer_") for k in task.meta)
         if task.user is not None:
             self.simulated.add(task.id)
         if expected.assertions:
@@ -779,7 +781,7 @@ def check_dataset(
         raise repeated_key_error(path, text, exc) from None
     # A task that names judge evidence files: they are read (and checked) by the full
     # reader, which also hashes the dataset with their texts.
-    if valid and stems and len(set(stems)) == len(stems) and "llm_scorer_" not in text:
+    if valid and stems and len(set(stems)) == len(stems) and not facts.judge_words:
         refuse_lone_surrogates(path, text)
         return DatasetCheck(
             path=path, sha256=sha256, count=len(stems), weak=notes["weak"], facts=facts

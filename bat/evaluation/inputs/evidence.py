@@ -132,7 +132,7 @@ def read_task_evidence(path: Path, text: str, tasks: list[Any]) -> bytes | None:
     file was read: the tasks as written, with the texts in place of the paths (None: the
     file's own bytes are the snapshot). Every problem, one line each naming the task and
     the path, in one InputError."""
-    if "llm_scorer_" not in text:  # the usual dataset: nothing to look at
+    if "llm_scorer_" not in text and "\\u" not in text:  # no such key, even escaped
         return None
     root = path.parent
     problems: list[str] = []

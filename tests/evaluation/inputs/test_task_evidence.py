@@ -11,7 +11,7 @@ import pytest
 
 from bat.errors import InputError
 from bat.evaluation.inputs import evidence
-from bat.evaluation.inputs.dataset import load_dataset
+from bat.evaluation.inputs.dataset import check_dataset, load_dataset
 
 
 def dataset(folder, *meta):
@@ -54,6 +54,16 @@ def test_evidence_is_read_into_meta_and_the_snapshot_stands_alone(tmp_path):
     again = load_dataset(elsewhere / "tasks.json")
     assert again.sha256 == loaded.sha256 and again.snapshot is None
     assert [t.meta for t in again.tasks] == [t.meta for t in loaded.tasks]
+    # eval.show's check (no task kept) reads them too: the same hash, the same refusals.
+    assert check_dataset(path).sha256 == loaded.sha256
+    # A key spelled with JSON escapes is the same key.
+    escaped = tmp_path / "escaped.json"
+    escaped.write_text(
+        '[{"id": "e", "turns": ["hi"], "meta": {"llm\\u005fscorer_evidence_files": ["gone"]}}]'
+    )
+    assert "'gone': no such file" in refusal(escaped)
+    with pytest.raises(InputError, match="no such file"):
+        check_dataset(escaped)
     # A dataset without judge words keeps its own bytes as its snapshot.
     plain = dataset(tmp_path / "run", {})
     assert load_dataset(plain).snapshot is None
