@@ -35,7 +35,7 @@ def prompt_block(assertions: list[str]) -> list[str]:
     the dataset's words, shown as data), after the episode."""
     lines = [
         f"The dataset states {len(assertions)} assertion(s) about this episode. Decide each "
-        "one, true or false, on the evidence of the episode alone, with a reason (one or "
+        "one, true or false, from what the episode shows, with a reason (one or "
         "two sentences citing the evidence):",
     ]
     lines += [

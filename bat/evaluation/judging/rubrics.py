@@ -22,6 +22,11 @@ produced is printed as a JSON string literal (quotes and newlines escaped) betwe
 object of scores stays visibly inside a string, and only the judge's own reply is ever
 parsed (``parse.py``).
 
+**A task's own words.** A task's judge instruction and evidence files, and its
+natural-language assertions (``assertions.py``), follow the episode in the user message
+of that task's prompt only: the system prompt, and every other task's prompt, stay as
+they were.
+
 **A budget.** ``budget_chars`` bounds the episode part of the prompt. What matters least
 goes first: tool arguments and results, then whole tool calls from the middle of the
 trajectory, then long agent outputs (head and tail kept); the expected outcome and the
