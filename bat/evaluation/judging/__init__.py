@@ -30,6 +30,7 @@ from typing import Any
 
 from bat import secrets
 from bat.errors import InputError, OperationError
+from bat.figures import counted
 from bat.evaluation.inputs.config import JudgeSpec, api_key
 from bat.evaluation.inputs.dataset import TaskSpec
 from bat.evaluation.judging.assertions import Decision, decisions
@@ -77,6 +78,7 @@ class JudgeSummary:
     judge_failures: int = 0  # (episode, judge) judgements that failed, errors included
     unreadable: int = 0  # episode files that could not be read (left untouched)
     requests_made: int = 0  # HTTP requests sent, retries included
+    undecided: int = 0  # natural-language assertions no judge decided (scores.assertions)
     first_error: str | None = None
 
     def line(self, judges: str) -> str:
@@ -90,6 +92,8 @@ class JudgeSummary:
             parts.append(f"{self.skipped_agent_errors} not judged: agent error")
         if self.unreadable:
             parts.append(f"{self.unreadable} unreadable episode files")
+        if self.undecided:
+            parts.append(f"{counted(self.undecided, 'assertion')} undecided")
         parts.append(f"{self.requests_made} requests")
         text = f"judged {self.judged} episodes with {judges} ({', '.join(parts)})"
         return f"{text}; first error: {self.first_error}" if self.first_error else text
@@ -155,7 +159,16 @@ def judge_run(
             for n, spec in enumerate(judges)
         ]
         counts = dict.fromkeys(
-            ("judged", "cached", "errors", "skipped", "skipped_agent_errors", "judge_failures"), 0
+            (
+                "judged",
+                "cached",
+                "errors",
+                "skipped",
+                "skipped_agent_errors",
+                "judge_failures",
+                "undecided",
+            ),
+            0,
         )
         errored: dict[int, str] = {}  # episode index -> its error, to name the first one
         outcomes: dict[int, dict[str, Outcome]] = {}
@@ -188,6 +201,7 @@ def judge_run(
                 counts["judged"] += 1
                 counts["cached"] += all(o.cached for o in ordered.values())
                 counts["judge_failures"] += len(scores.judge_errors)
+                counts["undecided"] += sum(entry.passed is None for entry in scores.assertions)
                 if scores.error:
                     counts["errors"] += 1
                     errored[index] = f"{episode.task_id} try {episode.attempt}: {scores.error}"

@@ -77,7 +77,7 @@ def test_assertions_decide_the_verdict_and_evidence_reaches_only_the_judge(tmp_p
     result = bat("eval.run", cwd=project)
     assert result.code == 0, result.out + result.err
     assert "judging the episodes of 3 tasks with assertions" in result.out
-    assert "judged 3 episodes" in result.out
+    assert "judged 3 episodes" in result.out and "1 assertion undecided" in result.out
     (run_dir,) = run_dirs(project)
     found = {e["task_id"]: e for e in episodes(run_dir).values()}
 
