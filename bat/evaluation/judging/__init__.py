@@ -30,7 +30,6 @@ from typing import Any
 
 from bat import secrets
 from bat.errors import InputError, OperationError
-from bat.figures import counted
 from bat.evaluation.inputs.config import JudgeSpec, api_key
 from bat.evaluation.inputs.dataset import TaskSpec
 from bat.evaluation.judging.assertions import Decision, decisions
@@ -51,6 +50,7 @@ from bat.evaluation.log.scores import (
     not_judged,
 )
 from bat.evaluation.verdict import with_assertions
+from bat.figures import counted
 
 __all__ = [
     "CACHE_DIR",
