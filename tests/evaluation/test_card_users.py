@@ -162,3 +162,21 @@ def test_eval_show_shows_the_user_model_and_its_tasks(tmp_path, bat, home):
     assert "user model" not in bat("eval.show", cwd=plain).out
     view = json.loads(bat("eval.show", "--json", cwd=plain).out)
     assert (view["user"], view["dataset"]["simulated_users"]) == (None, 0)
+
+
+def test_run_json_keeps_the_user_model_without_its_secrets(tmp_path):
+    """run.json's config holds eval.yaml's user: as the other sections: env by name only
+    (a value may be a key), the URL without credentials."""
+    from bat.evaluation.pipeline import _config_without_secrets
+
+    section = {
+        "model": "m",
+        "base_url": f"http://u:{PASSWORD}@127.0.0.1:9/v1",
+        "env": {"USER_KEY": PASSWORD},
+        "seed": 3,
+    }
+    resolved = load_config(project(tmp_path, [BOOK], section) / "eval" / "eval.yaml", base=tmp_path)
+    recorded = _config_without_secrets(resolved)["user"]
+    assert PASSWORD not in json.dumps(recorded)
+    assert (recorded["env"], recorded["base_url"]) == (["USER_KEY"], "http://127.0.0.1:9/v1")
+    assert (recorded["model"], recorded["seed"]) == ("m", 3)
