@@ -4,7 +4,8 @@ A run's numbers mean something only together with what produced them: the datase
 bytes, hashed and snapshotted beside the card as ``tasks.json``), the agent (its name,
 version and A2A card, its project's git commit), the versions of bat and a2a-sdk, every
 model and judge, ``k``, the concurrency, the timeouts and retries, the command line and
-the host. Two runs with the same card are comparable; ``eval.compare`` says in plain
+the host; in a run with simulated users, the user model and a sha256 of each task's
+instructions (left out of other runs' cards, which keep their bytes). Two runs with the same card are comparable; ``eval.compare`` says in plain
 words what differs (:func:`bat.evaluation.card.comparable`).
 
 No secret is written: URLs are shown without their credentials
