@@ -141,7 +141,8 @@ def test_compare_names_the_tasks_whose_instructions_changed(tmp_path):
 
 
 def test_eval_show_shows_the_user_model_and_its_tasks(tmp_path, bat, home):
-    root = project(tmp_path, [BOOK, FIXED], {"script": "user-rules.yaml", "seed": 7})
+    section = {"script": "user-rules.yaml", "seed": 7, "env": {"USER_TOKEN": PASSWORD}}
+    root = project(tmp_path, [BOOK, FIXED], section)
     text = bat("eval.show", cwd=root)
     assert text.code == 0, text.err
     assert (
@@ -154,8 +155,9 @@ def test_eval_show_shows_the_user_model_and_its_tasks(tmp_path, bat, home):
     assert (view["user"]["seed"], view["user"]["script"], view["user"]["env"]) == (
         7,
         "user-rules.yaml",
-        [],
+        ["USER_TOKEN"],  # by name only: a value may be a key
     )
+    assert PASSWORD not in text.out + json.dumps(view)
 
     # A dataset of fixed turns only: no line, user null.
     plain = project(tmp_path / "plain", [FIXED], None)
