@@ -90,7 +90,7 @@ def make_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
     instructions = {
         task.id: task.user.instructions_sha256
         for task in dataset.tasks
-        if getattr(task, "user", None) is not None
+        if task.user is not None
     }
     adk, adk_source = bat_adk_version(resolved.root)
     described = _agent_json(resolved.root)
