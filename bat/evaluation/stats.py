@@ -27,6 +27,9 @@ Definitions, one of each:
   counted in ``cold_episodes`` instead. When every episode is cold there is no warm
   figure to give, and all of them count. bat-cli's ``time`` (total, mean, min, max in
   ms) stays over every episode, as bat-cli wrote it: its total is the time spent.
+* **Conversations with a simulated user** have figures of their own (pass^k over them,
+  turns, how they ended, the user model's tokens): :mod:`bat.evaluation.conversation_stats`,
+  called from here.
 * Figures are rounded to 4 decimals (times in seconds: a tenth of a millisecond).
 """
 
@@ -36,6 +39,7 @@ import statistics
 from collections.abc import Iterable
 from math import comb, floor, sqrt
 
+from bat.evaluation.conversation_stats import conversation_figures, row_conversation
 from bat.evaluation.log.episode import AGENT_ERROR_KINDS, EpisodeResult
 from bat.evaluation.log.outcome import episode_outcome, row_outcome
 from bat.evaluation.log.scores import was_not_judged
@@ -124,6 +128,7 @@ def row_of(episode: EpisodeResult) -> EpisodeRow:
         scores=(scores.per_dimension() or None) if scores else None,
         judge_error=scores.error if scores else None,
         cold=episode.cold,
+        conversation=row_conversation(episode),
         **outcome.row_fields(),
     )
 
@@ -148,6 +153,7 @@ def summarize(
     tasks = [_task_summary(task_id, task_rows, k) for task_id, task_rows in by_task.items()]
     judge = _judge_stats(rows)
     totals = _totals(rows, tasks, judge)
+    conversation = conversation_figures(rows, k)
     summary = Summary(
         run_name=run_name,
         timestamp_utc=timestamp_utc,
@@ -159,10 +165,11 @@ def summarize(
         model=model,
         run_id=run_id,
         totals=totals,
+        conversation=conversation,
     )
-    metrics = Metrics(
-        model=model, run_id=run_id, per_episode=rows, summary=_episode_stats(rows, k, totals)
-    )
+    stats = _episode_stats(rows, k, totals)
+    stats.conversation = conversation
+    metrics = Metrics(model=model, run_id=run_id, per_episode=rows, summary=stats)
     return summary, metrics
 
 
@@ -216,6 +223,7 @@ def _task_summary(task_id: str, rows: list[EpisodeRow], k: int) -> TaskSummary:
         pass_at={str(j): _round(pass_at_k(judged, passed, j)) for j in range(1, judged + 1)},
         pass_hat={str(j): _round(pass_hat_k(judged, passed, j)) for j in range(1, judged + 1)},
         judge={name: stats.mean for name, stats in judge.items()} if judge else None,
+        conversation=conversation_figures(rows, k),
     )
 
 
