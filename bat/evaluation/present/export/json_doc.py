@@ -2,7 +2,9 @@
 
 ``bat.export/1``: the essentials of run.json, the gates (gates.json, when present), and
 per model its totals and per-task figures (summary.json's, unchanged) and one row per
-episode (metrics.json's numbers plus the reason it did not pass). Keys come in a fixed
+episode (metrics.json's numbers plus the reason it did not pass). A model with simulated
+users has summary.json's ``conversation`` figures too, and each of its episodes the
+``conversation`` of its metrics.json row (both left out otherwise). Keys come in a fixed
 order and are only ever added; ``bat eval.schema export.json`` prints the JSON Schema.
 """
 
@@ -14,10 +16,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from bat.evaluation.log.outcome import row_outcome
-from bat.evaluation.log.summary import TaskSummary, Totals
+from bat.evaluation.log.summary import ConversationFigures, RowConversation, TaskSummary, Totals
 from bat.evaluation.present.export.data import ModelData, RunData
 
 EXPORT_SCHEMA = "bat.export/1"
+
+
+def _none(value: Any) -> bool:
+    return value is None
 
 
 class ExportRun(BaseModel):
@@ -58,6 +64,7 @@ class ExportEpisode(BaseModel):
     tokens: ExportTokens
     scores: dict[str, float | None] | None = None  # judge score per dimension
     reason: str = ""
+    conversation: RowConversation | None = Field(None, exclude_if=_none)  # a simulated user's
 
 
 class ExportModel(BaseModel):
@@ -67,6 +74,7 @@ class ExportModel(BaseModel):
     status: str  # completed, or failed: could not be evaluated (then no totals)
     reason: str | None = None
     totals: Totals | None = None
+    conversation: ConversationFigures | None = Field(None, exclude_if=_none)
     tasks: list[TaskSummary] = Field(default_factory=list)
     episodes: list[ExportEpisode] = Field(default_factory=list)
 
@@ -146,6 +154,7 @@ def _model(model: ModelData) -> ExportModel:
             ),
             scores=row.scores,
             reason=model.reason(row),
+            conversation=row.conversation,
         )
         for row in model.rows
     ]
@@ -156,6 +165,7 @@ def _model(model: ModelData) -> ExportModel:
         status=model.entry.status if model.entry else "completed",
         reason=model.entry.reason if model.entry else None,
         totals=model.summary.totals,
+        conversation=model.summary.conversation,
         tasks=model.tasks,
         episodes=episodes,
     )
