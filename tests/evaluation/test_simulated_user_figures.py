@@ -129,7 +129,7 @@ def test_the_exports_carry_the_figures(run_dir):
     (model,) = json_doc.document(run).model_dump(mode="json", by_alias=True)["models"]
     assert model["conversation"]["turns"]["p90"] == 9.3
     assert model["episodes"][0]["conversation"]["ended"] == "goal_met"
-    assert "conversation" not in model["episodes"][-1]
+    assert model["episodes"][-1]["conversation"] is None
     text = markdown.render(run)
     assert "### Simulated users" in text
     assert "| m | 2 (+1 infra) | 0.0 % | 6.5 / 6.5 / 9.3 / 10 | 1 (50.0 %) |" in text

@@ -2,9 +2,10 @@
 
 ``bat.export/1``: the essentials of run.json, the gates (gates.json, when present), and
 per model its totals and per-task figures (summary.json's, unchanged) and one row per
-episode (metrics.json's numbers plus the reason it did not pass). A model with simulated
-users has summary.json's ``conversation`` figures too, and each of its episodes the
-``conversation`` of its metrics.json row (both left out otherwise). Keys come in a fixed
+episode (metrics.json's numbers plus the reason it did not pass). A model's
+``conversation`` holds summary.json's figures of its conversations with a simulated user,
+an episode's the ``conversation`` of its metrics.json row (null without a simulated user:
+the keys stay the same in every document). Keys come in a fixed
 order and are only ever added; ``bat eval.schema export.json`` prints the JSON Schema.
 """
 
@@ -20,10 +21,6 @@ from bat.evaluation.log.summary import ConversationFigures, RowConversation, Tas
 from bat.evaluation.present.export.data import ModelData, RunData
 
 EXPORT_SCHEMA = "bat.export/1"
-
-
-def _none(value: Any) -> bool:
-    return value is None
 
 
 class ExportRun(BaseModel):
@@ -64,7 +61,7 @@ class ExportEpisode(BaseModel):
     tokens: ExportTokens
     scores: dict[str, float | None] | None = None  # judge score per dimension
     reason: str = ""
-    conversation: RowConversation | None = Field(None, exclude_if=_none)  # a simulated user's
+    conversation: RowConversation | None = None  # a task with a simulated user only
 
 
 class ExportModel(BaseModel):
@@ -74,7 +71,7 @@ class ExportModel(BaseModel):
     status: str  # completed, or failed: could not be evaluated (then no totals)
     reason: str | None = None
     totals: Totals | None = None
-    conversation: ConversationFigures | None = Field(None, exclude_if=_none)
+    conversation: ConversationFigures | None = None  # a model with simulated users only
     tasks: list[TaskSummary] = Field(default_factory=list)
     episodes: list[ExportEpisode] = Field(default_factory=list)
 
