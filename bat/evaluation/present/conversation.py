@@ -4,7 +4,7 @@ One list of (name, value) per model or task, named as the gates name them
 (``conversation.turns.p90``, ``conversation.goal_met`` a rate, ``conversation.pass^3``),
 so a JUnit property, a report cell and a gate can be matched by eye; one table for the
 Markdown export and the report. The numbers are summary.json's
-(:mod:`bat.evaluation.conversation_stats`): nothing is computed here.
+(:mod:`bat.evaluation.stats`): nothing is computed here.
 """
 
 from __future__ import annotations
