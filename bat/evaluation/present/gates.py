@@ -268,7 +268,7 @@ def conversation_value(found: ConversationFigures | None, arg: str) -> tuple[flo
     ``turns.p90``, ``goal_met``...), and why it is None when it is."""
     if found is None:
         return None, "no conversation with a simulated user in the tasks chosen (no task has user:)"
-    if not found.conversations and arg != "user_tokens.total":
+    if not found.conversations and not arg.startswith("user_tokens."):
         return None, f"every conversation was an infrastructure failure ({found.infra_failures})"
     if arg == "pass_rate":
         return found.pass_rate, ""
