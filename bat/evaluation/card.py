@@ -88,9 +88,7 @@ def make_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
     cli = agent.adapter != "a2a"  # a command-line agent (bat.agents): no URL, nothing started
     found = rundir.versions()
     instructions = {
-        task.id: task.user.instructions_sha256
-        for task in dataset.tasks
-        if task.user is not None
+        task.id: task.user.instructions_sha256 for task in dataset.tasks if task.user is not None
     }
     adk, adk_source = bat_adk_version(resolved.root)
     described = _agent_json(resolved.root)

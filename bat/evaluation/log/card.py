@@ -5,8 +5,9 @@ bytes, hashed and snapshotted beside the card as ``tasks.json``), the agent (its
 version and A2A card, its project's git commit), the versions of bat and a2a-sdk, every
 model and judge, ``k``, the concurrency, the timeouts and retries, the command line and
 the host; in a run with simulated users, the user model and a sha256 of each task's
-instructions (left out of other runs' cards, which keep their bytes). Two runs with the same card are comparable; ``eval.compare`` says in plain
-words what differs (:func:`bat.evaluation.card.comparable`).
+instructions (left out of other runs' cards, which keep their bytes). Two runs with the
+same card are comparable; ``eval.compare`` says in plain words what differs
+(:func:`bat.evaluation.card.comparable`).
 
 No secret is written: URLs are shown without their credentials
 (:func:`bat.secrets.display_url`), ``env`` values are not recorded, and the
