@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.evalkit import run_dirs, summary
+from tests.evalkit import episodes, run_dirs, summary
 
 DEMO = REPO / "eval_fixtures" / "demo"
 OLD_PORTS = (9960, 9961)  # the agent's and the judge's before they were free ones
@@ -57,12 +57,12 @@ def test_demo_evaluates_judges_and_reports_with_its_old_ports_taken(home):
         (run_dir,) = made
         model = json.loads((run_dir / "run.json").read_text())["models"][0]["dir"]
         totals = summary(run_dir, model)["totals"]
-        assert totals["attempts"] == 51 and totals["passed"] == 41
+        assert totals["attempts"] == 54 and totals["passed"] == 44
         # the story the README tells: a flaky task (pass@3 above pass^3), failing ones,
         # an agent error that is not an infrastructure failure, and is not judged
         assert totals["pass_at_k"] > totals["pass_hat_k"]
         assert totals["agent_errors"]["agent_exception"] == 3 and totals["infra_failures"] == 0
-        assert totals["judge"]["response_relevance"]["count"] == 48  # 51 less the errors
+        assert totals["judge"]["response_relevance"]["count"] == 51  # 54 less the errors
         rows = json.loads((run_dir / model / "metrics.json").read_text())["per_episode"]
         passed = {row["task_id"]: 0 for row in rows}
         for row in rows:
@@ -71,14 +71,28 @@ def test_demo_evaluates_judges_and_reports_with_its_old_ports_taken(home):
         assert passed["calculate-power"] == passed["convert-currency"] == 0
         assert passed["weather-on-a-budget"] == 0
         assert passed["remembers-the-name"] == passed["books-a-table"] == 3
+        # the simulated user (user-rules.yaml) opens, answers the agent's question once
+        # asked, and stops with the table booked: 3 user turns, the goal met
+        assert passed["books-with-a-simulated-user"] == 3
+        found = episodes(run_dir, model).values()
+        talks = [e for e in found if e["task_id"] == "books-with-a-simulated-user"]
+        assert len(talks) == 3
+        for episode in talks:
+            record = episode["trace"]["simulated_user"]
+            assert (record["ended"], record["turns"]) == ("goal_met", 3), record
+            assert record["model"] == "script:user-rules.yaml"
+            turns = episode["trace"]["turns"]
+            assert turns[0]["status"] == "input-required"
+            assert "how many people" in turns[0]["output"]
+            assert episode["final_output"] == "booked a table for 4"
         asked = [row for row in rows if row["task_id"] == "asks-how-many"]
         assert {row["status"] for row in asked} == {"input-required"}
         assert all(row["success"] for row in asked)
         errors = [row for row in rows if row["task_id"] == "convert-currency"]
         assert {row["judge_error"] for row in errors} == {"not judged: agent error"}
         assert all(row["scores"] is None for row in errors)
-        assert "41/51 episodes passed" in proc.stdout
-        assert "judged 48 episodes" in proc.stdout and "3 not judged: agent error" in proc.stdout
+        assert "44/54 episodes passed" in proc.stdout
+        assert "judged 51 episodes" in proc.stdout and "3 not judged: agent error" in proc.stdout
         assert "scripted by bat from judge-rules.json at http://127.0.0.1:" in proc.stdout
         assert "every gate passed" in proc.stdout
         assert not any(f":{port}" in proc.stdout for port in OLD_PORTS)
