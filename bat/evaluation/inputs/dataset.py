@@ -689,9 +689,12 @@ class DatasetFacts:
     tool_args: bool = False  # some task checks their arguments (args_subset)
     regex: TaskIds = field(default_factory=TaskIds)  # tasks with output_regex
     must_not: TaskIds = field(default_factory=TaskIds)  # ... with output_must_not_contain
+    simulated: TaskIds = field(default_factory=TaskIds)  # tasks with a simulated user
 
     def add(self, task: TaskSpec) -> None:
         expected = task.expected
+        if task.user is not None:
+            self.simulated.add(task.id)
         if len(task.turns) > 1:
             self.multi_turn.add(task.id)
         self.tool_names = self.tool_names or expected.checks_tools

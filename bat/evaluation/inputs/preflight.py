@@ -75,6 +75,7 @@ def project_checks(resolved: ResolvedConfig, dataset: DatasetCheck) -> Checked:
     ]
     if resolved.evaluation.qualitative:
         judge_keys(resolved)
+    warnings += simulated_user_checks(resolved, dataset)
     check_output_dir(resolved.output_dir)
     if agent.adapter != "a2a":
         # A command-line agent: no project to start, but its program must be installed.
@@ -271,6 +272,29 @@ def judge_keys(resolved: ResolvedConfig) -> dict[str, str]:
     for spec in judges:
         api_key(spec, {**env, **spec.env})
     return env
+
+
+def simulated_user_checks(resolved: ResolvedConfig, dataset: DatasetCheck) -> list[str]:
+    """Tasks with a simulated user need eval.yaml's ``user:`` (the model that plays them,
+    its key set) and an A2A agent; a ``user:`` no task uses is worth a warning."""
+    simulated = dataset.facts.simulated
+    user = resolved.config.user
+    if not simulated:
+        return [f"{resolved.file}: user: is set, but no task has a user"] if user else []
+    tasks = f"{counted(len(simulated), 'task')} ({simulated.named()}) {_have(simulated)}"
+    if user is None:
+        raise InputError(
+            f"{resolved.file}: {tasks} a simulated user, but there is no user: section to "
+            "play it (user: {script: FILE} runs offline; docs/eval.md, Simulated users)"
+        )
+    adapter = resolved.evaluation.agent.adapter
+    if adapter != "a2a":
+        raise InputError(
+            f"{resolved.file}: {tasks} a simulated user, which talks to A2A agents only; "
+            f"evaluation.agent.adapter is {adapter}"
+        )
+    api_key(user, {**resolved.environment, **user.env})
+    return []
 
 
 def _have(items: list) -> str:

@@ -53,6 +53,7 @@ BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
 RETRY_AFTER_MAX_S = 300.0  # a server asking for longer gets this; the run must end someday
 REDACTED = secrets.REDACTED
+MAX_ANSWER_BYTES = 16 * 2**20  # a server streaming without end must not fill the memory
 
 
 def endpoint(spec: JudgeSpec) -> tuple[str, str, str]:
@@ -340,6 +341,11 @@ class JudgeClient:
                 data += chunk
                 if time.monotonic() > deadline:
                     raise _Overdue(f"the answer took over {timeout:g} s")
+                if len(data) > MAX_ANSWER_BYTES:
+                    raise JudgeError(
+                        f"the {self.who} server's answer is over {MAX_ANSWER_BYTES:,} "
+                        "bytes (a chat answer is far smaller)"
+                    )
             return _Answer(
                 response.status_code,
                 response.headers.get("Retry-After"),

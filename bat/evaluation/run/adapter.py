@@ -32,12 +32,16 @@ import time
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bat.errors import OperationError
 from bat.evaluation.log.episode import AgentError, EpisodeTrace, InfraError, TurnRecord
 from bat.evaluation.log.outcome import classify, exception_chain, from_state
 from bat.evaluation.run.turn_events import CONTINUED, Piece, Turn, absorb
+
+if TYPE_CHECKING:
+    from bat.evaluation.inputs.dataset import SimulatedUser
+    from bat.evaluation.run.simulated_user import UserModel
 
 KEEPALIVE_S = 2.0
 
@@ -99,6 +103,32 @@ class Observed:
     # A command-line agent's episode (bat.agents.cli_session): called with the verdict,
     # it keeps or removes the workspace and returns where it was kept.
     after_verdict: Callable[[bool], str | None] | None = None
+
+
+@dataclass
+class _Episode:
+    """One conversation as it goes: its trace, the last turn, and how it stands."""
+
+    context_id: str
+    trace: EpisodeTrace = None  # type: ignore[assignment]  # made in __post_init__
+    started: float = 0.0
+    previous: Turn | None = None
+    status: str = "working"
+    output: str = ""
+    infra: InfraError | None = None
+    agent_error: AgentError | None = None
+    artifacts: dict[str, list[Piece]] = None  # type: ignore[assignment]  # every artifact so far
+
+    def __post_init__(self) -> None:
+        self.trace = EpisodeTrace(context_id=self.context_id)
+        self.started = time.perf_counter()
+        self.artifacts = {}
+
+    @property
+    def over(self) -> bool:
+        """Whether the conversation cannot go on: bat could not observe a turn, or the
+        agent's turn failed."""
+        return self.infra is not None or self.status == "error"
 
 
 class A2ASession:
@@ -187,22 +217,21 @@ class A2ASession:
         turn_timeout_s: float,
         templates: Sequence[Any] | None = None,
         work: Any = None,  # the runner's (task, attempt): what a CLI session needs
+        user: SimulatedUser | None = None,  # the task's simulated user, if it has one
+        user_model: UserModel | None = None,  # the run's model that plays it
     ) -> Observed:
-        """Send ``turns`` in one conversation and record everything that came back.
+        """Send ``turns`` in one conversation and record everything that came back; then,
+        for a task with a simulated ``user``, go on with the messages ``user_model``
+        writes (:mod:`bat.evaluation.run.simulated_user`) until it ends the conversation.
 
         ``templates`` (``TaskSpec.turn_templates``) holds the compiled template of each
         templated turn: such a turn is rendered from the turns done so far just before it
         is sent, and its record holds the rendered text. A template that fails to render
         ends the episode before that turn with an infrastructure failure of kind
         ``template``: the harness could not make the turn, the agent is not to blame."""
-        context_id = _new_id()
-        trace = EpisodeTrace(context_id=context_id)
-        started = time.perf_counter()
-        previous: Turn | None = None
-        status, output = "working", ""
-        infra: InfraError | None = None
-        agent_error: AgentError | None = None
-        artifacts: dict[str, list[Piece]] = {}  # every artifact of the episode, as it stands
+        episode = _Episode(context_id=_new_id())
+        trace = episode.trace
+        author = "dataset" if user is not None else None
         for index, text in enumerate(turns):
             if templates is not None and templates[index] is not None:
                 from bat.evaluation.inputs.turn_templates import RenderError
@@ -210,52 +239,110 @@ class A2ASession:
                 try:
                     text = await _render(templates[index], trace.turns, turn_timeout_s)
                 except RenderError as exc:
-                    infra = InfraError(
+                    episode.infra = InfraError(
                         kind="template",
                         message=f"turn {index + 1} could not be made from its template: {exc}",
                     )
                     break
-            continue_task = previous.task_id if previous and previous.status in CONTINUED else None
-            turn = Turn(earlier=dict(artifacts))
-            record = TurnRecord(input=text, status="working")
-            turn_started = time.perf_counter()
-            try:
-                async with asyncio.timeout(turn_timeout_s):
-                    await self._send(
-                        text, context_id, continue_task, index, turn, record, trace, started
-                    )
-            except TimeoutError:
-                infra = InfraError(
-                    kind="timeout",
-                    message=f"turn {index + 1} got no final answer within {turn_timeout_s:g} s",
-                )
-            except Exception as exc:
-                failure = classify(exc)
-                if isinstance(failure, AgentError):
-                    turn.status, agent_error = "error", failure
-                else:
-                    infra = failure
-            if turn.status == "error" and agent_error is None:
-                agent_error = from_state(turn.error_state or "failed", turn.final_status_text)
-            record.status = turn.status
-            record.output = turn.output()
-            record.task_id = turn.task_id
-            record.wall_time_s = round(time.perf_counter() - turn_started, 6)
-            trace.turns.append(record)
-            artifacts.update(turn.whole)
-            status, output, previous = turn.status, record.output, turn
-            if infra is not None or turn.status == "error":
+            await self._turn(episode, text, turn_timeout_s, author)
+            if episode.over:
                 break
-        trace.wall_time_s = round(time.perf_counter() - started, 6)
+        if user is not None and user_model is not None:
+            await self._converse(episode, user, user_model, turn_timeout_s)
+        trace.wall_time_s = round(time.perf_counter() - episode.started, 6)
         if trace.turns:
             trace.time_to_first_event_s = trace.turns[0].time_to_first_event_s
         return Observed(
-            status=status,
-            final_output=output,
+            status=episode.status,
+            final_output=episode.output,
             trace=trace,
-            infra_error=infra,
-            agent_error=agent_error,
+            infra_error=episode.infra,
+            agent_error=episode.agent_error,
         )
+
+    async def _converse(
+        self, episode: _Episode, user: SimulatedUser, model: UserModel, turn_timeout_s: float
+    ) -> None:
+        """The simulated user's part of the conversation, after the fixed turns: its
+        messages sent one by one until it stops, ``max_turns`` is reached, or the agent's
+        turn fails. The record says how it ended (None: an infrastructure failure)."""
+        from bat.evaluation.log.episode import SimulatedUserRecord
+        from bat.evaluation.run.simulated_user import UserModelFailed
+
+        trace = episode.trace
+        record = SimulatedUserRecord(
+            model=model.shown,
+            instructions_sha256=user.instructions_sha256,
+            max_turns=user.max_turns,
+        )
+        trace.simulated_user = record
+        if not episode.over and user.first_message is not None:
+            await self._turn(episode, user.first_message, turn_timeout_s, "dataset")
+        while not episode.over:
+            if len(trace.turns) >= user.max_turns:
+                record.ended = "max_turns"
+                break
+            try:
+                said = await model.next_message(user, trace.turns)
+            except UserModelFailed as exc:
+                episode.infra = InfraError(kind="user_model", message=str(exc))
+                break
+            record.usage = record.usage.add(said.usage)
+            if said.ended is not None:
+                record.ended = said.ended
+                record.last_words = said.text or None
+                break
+            await self._turn(episode, said.text, turn_timeout_s, "simulated_user")
+        else:
+            record.ended = "agent_ended" if episode.infra is None else None
+        record.turns = len(trace.turns)
+        record.simulated_turns = sum(turn.author == "simulated_user" for turn in trace.turns)
+
+    async def _turn(
+        self, episode: _Episode, text: str, turn_timeout_s: float, author: str | None
+    ) -> None:
+        """Send one user message on the episode's context (continuing the task the last
+        turn left waiting for input) and record the turn; a failure is kept on
+        ``episode`` (``episode.over`` then says the conversation cannot go on)."""
+        trace = episode.trace
+        index = len(trace.turns)
+        previous = episode.previous
+        continue_task = previous.task_id if previous and previous.status in CONTINUED else None
+        turn = Turn(earlier=dict(episode.artifacts))
+        record = TurnRecord(input=text, status="working", author=author)
+        turn_started = time.perf_counter()
+        try:
+            async with asyncio.timeout(turn_timeout_s):
+                await self._send(
+                    text,
+                    episode.context_id,
+                    continue_task,
+                    index,
+                    turn,
+                    record,
+                    trace,
+                    episode.started,
+                )
+        except TimeoutError:
+            episode.infra = InfraError(
+                kind="timeout",
+                message=f"turn {index + 1} got no final answer within {turn_timeout_s:g} s",
+            )
+        except Exception as exc:
+            failure = classify(exc)
+            if isinstance(failure, AgentError):
+                turn.status, episode.agent_error = "error", failure
+            else:
+                episode.infra = failure
+        if turn.status == "error" and episode.agent_error is None:
+            episode.agent_error = from_state(turn.error_state or "failed", turn.final_status_text)
+        record.status = turn.status
+        record.output = turn.output()
+        record.task_id = turn.task_id
+        record.wall_time_s = round(time.perf_counter() - turn_started, 6)
+        trace.turns.append(record)
+        episode.artifacts.update(turn.whole)
+        episode.status, episode.output, episode.previous = turn.status, record.output, turn
 
     async def _send(
         self,

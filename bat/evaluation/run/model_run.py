@@ -100,7 +100,13 @@ def run_model(
 
             run_cli_work(resolved, dataset, model_dir, model, record, work, say, scrubber)
             return
-        _run_work(resolved, settings, run_dir, model, record, work, say, scrubber, python)
+        from bat.evaluation.run.simulated_user import user_model
+
+        simulated = any(item.task.user is not None for item in work)
+        with user_model(resolved, simulated, say) as users:
+            _run_work(
+                resolved, settings, run_dir, model, record, work, say, scrubber, python, users
+            )
 
 
 @contextlib.contextmanager
@@ -133,8 +139,11 @@ def scripted_model(
         yield model.model_copy(update={"base_url": base_url, "env": {**key, **model.env}})
 
 
-def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber, python) -> None:
-    """Start the agent(s) of ``model``, run ``work`` against them, stop them."""
+def _run_work(
+    resolved, settings, run_dir, model, record, work, say, scrubber, python, users=None
+) -> None:
+    """Start the agent(s) of ``model``, run ``work`` against them, stop them; ``users``
+    plays the tasks' simulated users (``simulated_user.UserModel``), if any."""
     evaluation = resolved.evaluation
     model_dir = run_dir / record.dir
     agents: list = []
@@ -202,6 +211,7 @@ def _run_work(resolved, settings, run_dir, model, record, work, say, scrubber, p
                 notice=progress.notice(say),
                 scrubber=scrubber,
                 warm_latency=evaluation.warm_latency,
+                user_model=users,
             )
             for n, (url, share) in enumerate(
                 zip(urls, shares(evaluation.concurrency, len(urls)), strict=True)

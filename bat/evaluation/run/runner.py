@@ -141,7 +141,9 @@ class EpisodeRunner:
         scrubber: Scrubber,
         warm_latency: bool = True,
         connect: Callable[[], Any] | None = None,  # a CLI agent's session (bat.agents)
+        user_model: Any = None,  # plays the tasks' simulated users (simulated_user.UserModel)
     ) -> None:
+        self.user_model = user_model
         self.url = url
         self.make_session = connect
         self.scrubber = scrubber  # every secret of the configuration: kept out of episodes
@@ -259,11 +261,14 @@ class EpisodeRunner:
     async def _observe(self, session: A2ASession, item: Work) -> Observed:
         started_at = now_iso()
         cold = not self._warm
+        # A simulated user talks to A2A agents only (the checks before a run say so).
+        simulated = {"user": item.task.user, "user_model": self.user_model}
         observed = await session.run_episode(
             item.task.turns,
             turn_timeout_s=self.turn_timeout_s,
             templates=item.task.turn_templates,
             work=item,
+            **(simulated if item.task.user is not None else {}),
         )
         observed.started_at = started_at
         observed.cold = cold
