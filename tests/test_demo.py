@@ -71,19 +71,24 @@ def test_demo_evaluates_judges_and_reports_with_its_old_ports_taken(home):
         assert passed["calculate-power"] == passed["convert-currency"] == 0
         assert passed["weather-on-a-budget"] == 0
         assert passed["remembers-the-name"] == passed["books-a-table"] == 3
-        # the simulated user (user-rules.yaml) opens, answers the agent's question once
-        # asked, and stops with the table booked: 3 user turns, the goal met
+        # the simulated user (user-rules.yaml) opens with the task's first message,
+        # answers the agent's question once asked, and stops (###STOP###, not sent) with
+        # the table booked: 2 user turns sent and a third message that ends it, goal met
         assert passed["books-with-a-simulated-user"] == 3
         found = episodes(run_dir, model).values()
         talks = [e for e in found if e["task_id"] == "books-with-a-simulated-user"]
         assert len(talks) == 3
         for episode in talks:
             record = episode["trace"]["simulated_user"]
-            assert (record["ended"], record["turns"]) == ("goal_met", 3), record
+            ended = (record["ended"], record["turns"], record["simulated_turns"])
+            assert ended == ("goal_met", 2, 1), record
+            assert (record["last_words"], record["usage"]["model_calls"]) == ("Thank you!", 2)
             assert record["model"] == "script:user-rules.yaml"
-            turns = episode["trace"]["turns"]
-            assert turns[0]["status"] == "input-required"
-            assert "how many people" in turns[0]["output"]
+            turns = [(t["author"], t["input"], t["status"]) for t in episode["trace"]["turns"]]
+            assert turns == [
+                ("dataset", "I'd like to book a table", "input-required"),
+                ("simulated_user", "4 people, please.", "completed"),
+            ]
             assert episode["final_output"] == "booked a table for 4"
         asked = [row for row in rows if row["task_id"] == "asks-how-many"]
         assert {row["status"] for row in asked} == {"input-required"}
@@ -94,6 +99,9 @@ def test_demo_evaluates_judges_and_reports_with_its_old_ports_taken(home):
         assert "44/54 episodes passed" in proc.stdout
         assert "judged 51 episodes" in proc.stdout and "3 not judged: agent error" in proc.stdout
         assert "scripted by bat from judge-rules.json at http://127.0.0.1:" in proc.stdout
+        assert "user model: scripted by bat from user-rules.yaml at http://127.0.0.1:" in (
+            proc.stdout
+        )
         assert "every gate passed" in proc.stdout
         assert not any(f":{port}" in proc.stdout for port in OLD_PORTS)
         output = DEMO / "eval" / "output"
