@@ -113,6 +113,7 @@ def test_models_as_strings_and_mappings(project, bat):
         "models:\n  - openai:gpt-4.1-mini\n"
         "  - {provider: openai, model: qwen, base_url: 'http://127.0.0.1:1/v1', env: {K: v}}\n"
         "judge: ollama:llama3\nevaluation:\n  qualitative: true\n"
+        "user: {script: eval/scripted-user.yaml}\n"  # the sample conversation's
     )
     data = json.loads(bat("eval.show", "--json", cwd=project).out)
     assert [m["label"] for m in data["models"]] == ["openai:gpt-4.1-mini", "openai:qwen"]
@@ -170,7 +171,10 @@ def test_missing_eval_yaml(tmp_path, bat, home):
 
 
 def test_other_eval_file_from_environment(project, bat):
-    (project / "other.yaml").write_text("evaluation:\n  k: 7\n")
+    # (the sample conversation needs a user model: the scripted one eval.init wrote)
+    (project / "other.yaml").write_text(
+        "evaluation:\n  k: 7\nuser:\n  script: eval/scripted-user.yaml\n"
+    )
     data = json.loads(
         bat("eval.show", "--json", cwd=project, env={"BAT_EVAL_FILE": "other.yaml"}).out
     )
