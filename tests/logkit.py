@@ -14,6 +14,8 @@ from bat.evaluation.log.episode import (
     EpisodeResult,
     EpisodeTrace,
     InfraError,
+    SimulatedUserRecord,
+    TurnRecord,
     Usage,
     Verdict,
 )
@@ -102,3 +104,51 @@ def write_model(
     )
     store.write_results(folder, summary, metrics, scrubber=NO_SECRETS)
     return folder
+
+
+def conversation(
+    task_id: str,
+    attempt: int,
+    passed: bool,
+    *,
+    ended: str | None,
+    turns: int,
+    fixed: int = 1,
+    infra: str | None = None,
+    user_tokens: int = 30,
+    max_turns: int = 10,
+    model: str = "m",
+) -> EpisodeResult:
+    """An episode of a task with a simulated user, as the runtime records one: ``turns``
+    user turns (the first ``fixed`` of them the dataset's), each answered by the agent,
+    how it ``ended``, and the user model's tokens apart from the agent's."""
+    found = episode(task_id, attempt, passed, model=model, infra=infra, output="booked for 4")
+    records = []
+    for n in range(turns):
+        author = "dataset" if n < fixed else "simulated_user"
+        records.append(
+            TurnRecord(
+                input=f"user turn {n + 1}" if n else "I'd like to book a table",
+                status="completed" if n == turns - 1 else "input-required",
+                output=f"agent reply {n + 1}",
+                author=author,
+                wall_time_s=0.1,
+            )
+        )
+    found.trace.turns = records
+    found.trace.simulated_user = SimulatedUserRecord(
+        model="script:user-rules.yaml",
+        instructions_sha256="0" * 64,
+        ended=None if infra else ended,
+        turns=turns,
+        simulated_turns=max(0, turns - fixed),
+        max_turns=max_turns,
+        usage=Usage(
+            prompt_tokens=user_tokens - 10,
+            completion_tokens=10,
+            total_tokens=user_tokens,
+            model_calls=max(1, turns - fixed),
+        ),
+        last_words="thanks, that's all" if ended == "goal_met" else None,
+    )
+    return found

@@ -226,6 +226,23 @@ def test_judge_key_unset_fails_and_a_set_one_is_never_printed(tmp_path, bat, env
         assert SECRET not in output
 
 
+def test_the_user_models_key_is_checked_as_a_judges(tmp_path, bat, env):
+    """eval.yaml's user: with api_key_env: unset fails, set passes (never printed)."""
+    make_project(tmp_path, "echo_tasks.json")
+    config = yaml.safe_load((tmp_path / "eval/eval.yaml").read_text())
+    config["user"] = {"provider": "openai", "model": "u-1", "api_key_env": "DOCTOR_USER_KEY"}
+    (tmp_path / "eval/eval.yaml").write_text(yaml.safe_dump(config))
+    plain = {k: v for k, v in env.items() if k != "DOCTOR_USER_KEY"}
+    os.environ.pop("DOCTOR_USER_KEY", None)
+    code, checks, _ = doctor(bat, tmp_path, plain)
+    assert code == 1
+    assert_fails(checks, "user openai:u-1: key", "DOCTOR_USER_KEY", "user.api_key_env")
+    assert checks["user openai:u-1: endpoint"]["status"] == "skip"  # the provider's own
+    code, checks, result = doctor(bat, tmp_path, {**plain, "DOCTOR_USER_KEY": SECRET})
+    assert checks["user openai:u-1: key"]["detail"] == "DOCTOR_USER_KEY is set"
+    assert SECRET not in result.out + result.err
+
+
 def test_uv_python_pointing_at_a_missing_interpreter_fails(tmp_path, bat, env):
     missing = tmp_path / "nowhere" / "python3.12"
     code, checks, _ = doctor(bat, tmp_path, {**env, "UV_PYTHON": str(missing)})

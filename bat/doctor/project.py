@@ -150,6 +150,7 @@ def plan(found: Project) -> list[tuple[str, Callable[[], Check | list[Check]]]]:
         ("agent port", partial(port_check, found)),
         ("model", partial(model_checks, found)),
         ("judge", partial(judge_checks, found)),
+        ("user model", partial(user_model_checks, found)),
         ("eval checks", partial(eval_checks_check, found)),
     ]
 
@@ -499,9 +500,6 @@ def _agent_model(found: Project, env: dict[str, str]) -> tuple[str | None, str |
 def judge_checks(found: Project) -> list[Check]:
     """Each judge of a qualitative evaluation: endpoint reachable, key variable set (the
     key lookup is the judge client's own, ``judging.client.api_key``)."""
-    from bat.evaluation.inputs.config import api_key
-    from bat.evaluation.judging.client import endpoint
-
     resolved = found.resolved
     if resolved is None:
         return [skipped("judge", "no evaluation here")]
@@ -518,34 +516,51 @@ def judge_checks(found: Project) -> list[Check]:
     env = {**found.dotenv, **os.environ}
     checks: list[Check] = []
     for spec in resolved.config.judges:
-        label = spec.label
-        if spec.script is not None:  # checked with eval.yaml; bat serves it, offline
-            what = f"scripted by bat from {spec.script} (offline, no key): a stand-in"
-            checks.append(passed(f"judge {label}", what))
-            continue
-        protocol, base, _ = endpoint(spec)
-        configured = spec.base_url or protocol == "ollama"
+        checks += _served_model_checks("judge", spec, env)
+    return checks
+
+
+def user_model_checks(found: Project) -> list[Check]:
+    """eval.yaml's ``user:`` (the model of the simulated users), checked as a judge is;
+    nothing without one."""
+    resolved = found.resolved
+    spec = resolved.config.user if resolved is not None else None
+    if spec is None:
+        return []
+    return _served_model_checks("user", spec, {**found.dotenv, **os.environ})
+
+
+def _served_model_checks(who: str, spec: Any, env: dict[str, str]) -> list[Check]:
+    """A judge's or the user model's endpoint reachable and key variable set (``who``:
+    its eval.yaml section); a script is bat's to serve: offline, no key."""
+    from bat.evaluation.inputs.config import api_key
+    from bat.evaluation.judging.client import endpoint
+
+    label = spec.label
+    if spec.script is not None:  # checked with eval.yaml; bat serves it, offline
+        what = f"scripted by bat from {spec.script} (offline, no key): a stand-in"
+        return [passed(f"{who} {label}", what)]
+    protocol, base, _ = endpoint(spec)
+    configured = spec.base_url or protocol == "ollama"
+    checks = [
+        _endpoint_check(f"{who} {label}: endpoint", base if configured else None, f"{who}.base_url")
+    ]
+    name = f"{who} {label}: key"
+    try:
+        key = api_key(spec, {**env, **spec.env})
+    except BatError as exc:
         checks.append(
-            _endpoint_check(
-                f"judge {label}: endpoint", base if configured else None, "judge.base_url"
+            failed(
+                name,
+                _words(exc),
+                f"set {spec.api_key_env} in the shell or the agent's .env (its value "
+                "is never printed)",
             )
         )
-        name = f"judge {label}: key"
-        try:
-            key = api_key(spec, {**env, **spec.env})
-        except BatError as exc:
-            checks.append(
-                failed(
-                    name,
-                    _words(exc),
-                    f"set {spec.api_key_env} in the shell or the agent's .env (its value "
-                    "is never printed)",
-                )
-            )
-            continue
-        checks.append(
-            passed(name, f"{spec.api_key_env} is set" if key else "no key needed (no api_key_env)")
-        )
+        return checks
+    checks.append(
+        passed(name, f"{spec.api_key_env} is set" if key else "no key needed (no api_key_env)")
+    )
     return checks
 
 

@@ -40,6 +40,7 @@ from bat.evaluation.log.card import (
     CardModel,
     CardRetries,
     CardTimeouts,
+    CardUserModel,
     CardVersions,
     read_card,
     write_card_file,
@@ -86,6 +87,9 @@ def make_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
     agent = evaluation.agent
     cli = agent.adapter != "a2a"  # a command-line agent (bat.agents): no URL, nothing started
     found = rundir.versions()
+    instructions = {
+        task.id: task.user.instructions_sha256 for task in dataset.tasks if task.user is not None
+    }
     adk, adk_source = bat_adk_version(resolved.root)
     described = _agent_json(resolved.root)
     return Card(
@@ -126,6 +130,8 @@ def make_card(run_dir: Path, resolved: Any, dataset: Any) -> Card:
             agent_shutdown_s=evaluation.agent_shutdown_timeout_s,
         ),
         retries=CardRetries(agent_max_restarts=agent.max_restarts),
+        user_model=user_model(resolved) if instructions else None,
+        user_instructions=instructions or None,
         command=command_line(sys.argv),
         host=host(),
         selection=record.selection,
@@ -173,6 +179,27 @@ def _judge(spec: Any) -> CardJudge:
         prompt_sha256=hashlib.sha256(prompt).hexdigest(),
         timeout_s=spec.timeout_s,
         max_retries=spec.max_retries,
+    )
+
+
+def user_model(resolved: Any) -> CardUserModel | None:
+    """eval.yaml's ``user:`` as the card records it (None: there is none)."""
+    from bat.evaluation.run.simulated_user import script_sha256
+
+    spec = resolved.config.user
+    if spec is None:
+        return None
+    return CardUserModel(
+        label=spec.shown,
+        provider=spec.provider,
+        model=spec.model,
+        base_url=secrets.display_url(spec.base_url),
+        temperature=spec.temperature,
+        seed=spec.seed,
+        concurrency=spec.concurrency,
+        timeout_s=spec.timeout_s,
+        max_retries=spec.max_retries,
+        script_sha256=script_sha256(resolved),
     )
 
 

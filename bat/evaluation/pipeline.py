@@ -302,10 +302,11 @@ def _config_without_secrets(resolved: ResolvedConfig) -> dict:
     keys: ``${OPENAI_API_KEY}`` is expanded before this point) and every URL without its
     credentials (``http://user:pass@host``, ``?api_key=``)."""
     config = resolved.config.model_dump(mode="json")
-    holders = [config["evaluation"]["agent"], *config["models"], *config["judge"]]
+    user = [config["user"]] if config.get("user") else []  # the simulated users' model
+    holders = [config["evaluation"]["agent"], *config["models"], *config["judge"], *user]
     for holder in holders:
         holder["env"] = sorted(holder.get("env") or {})
-    for holder in [*config["models"], *config["judge"]]:
+    for holder in [*config["models"], *config["judge"], *user]:
         holder["base_url"] = display_url(holder.get("base_url"))
     evaluation = config["evaluation"]
     evaluation["agent_url"] = display_url(evaluation.get("agent_url"))

@@ -27,6 +27,15 @@ Definitions, one of each:
   counted in ``cold_episodes`` instead. When every episode is cold there is no warm
   figure to give, and all of them count. bat-cli's ``time`` (total, mean, min, max in
   ms) stays over every episode, as bat-cli wrote it: its total is the time spent.
+* **Conversations with a simulated user** have figures of their own, over the episodes
+  of tasks with a ``user`` (their row has a ``conversation``), infrastructure failures
+  left out (a user model that failed is one, kind ``user_model``): pass@k and pass^k
+  over those tasks only (pass^k is the number tau2-bench reports); ``turns``, the user
+  turns of a conversation, the dataset's fixed ones included (mean, p50, p90, max);
+  ``ended``, how they ended, every kind of ``episode.CONVERSATION_ENDS`` counted, and
+  ``ended_rate`` over the conversations; ``user_tokens``, what the user model spent over
+  every episode of those tasks (an infrastructure failure spent them too), never added
+  to the agent's tokens.
 * Figures are rounded to 4 decimals (times in seconds: a tenth of a millisecond).
 """
 
@@ -36,15 +45,17 @@ import statistics
 from collections.abc import Iterable
 from math import comb, floor, sqrt
 
-from bat.evaluation.log.episode import AGENT_ERROR_KINDS, EpisodeResult
+from bat.evaluation.log.episode import AGENT_ERROR_KINDS, CONVERSATION_ENDS, EpisodeResult
 from bat.evaluation.log.outcome import episode_outcome, row_outcome
 from bat.evaluation.log.scores import was_not_judged
 from bat.evaluation.log.summary import (
+    ConversationFigures,
     Distribution,
     EpisodeRow,
     JudgeStats,
     Metrics,
     MetricsSummary,
+    RowConversation,
     RowTime,
     RowTokens,
     RowVerdict,
@@ -53,6 +64,8 @@ from bat.evaluation.log.summary import (
     TimeMs,
     TokenTotals,
     Totals,
+    TurnFigures,
+    UserTokens,
 )
 
 Z95 = 1.959963984540054  # the standard normal quantile of 97.5 %
@@ -124,6 +137,7 @@ def row_of(episode: EpisodeResult) -> EpisodeRow:
         scores=(scores.per_dimension() or None) if scores else None,
         judge_error=scores.error if scores else None,
         cold=episode.cold,
+        conversation=row_conversation(episode),
         **outcome.row_fields(),
     )
 
@@ -148,6 +162,7 @@ def summarize(
     tasks = [_task_summary(task_id, task_rows, k) for task_id, task_rows in by_task.items()]
     judge = _judge_stats(rows)
     totals = _totals(rows, tasks, judge)
+    conversation = conversation_figures(rows, k)
     summary = Summary(
         run_name=run_name,
         timestamp_utc=timestamp_utc,
@@ -159,10 +174,11 @@ def summarize(
         model=model,
         run_id=run_id,
         totals=totals,
+        conversation=conversation,
     )
-    metrics = Metrics(
-        model=model, run_id=run_id, per_episode=rows, summary=_episode_stats(rows, k, totals)
-    )
+    stats = _episode_stats(rows, k, totals)
+    stats.conversation = conversation
+    metrics = Metrics(model=model, run_id=run_id, per_episode=rows, summary=stats)
     return summary, metrics
 
 
@@ -216,6 +232,7 @@ def _task_summary(task_id: str, rows: list[EpisodeRow], k: int) -> TaskSummary:
         pass_at={str(j): _round(pass_at_k(judged, passed, j)) for j in range(1, judged + 1)},
         pass_hat={str(j): _round(pass_hat_k(judged, passed, j)) for j in range(1, judged + 1)},
         judge={name: stats.mean for name, stats in judge.items()} if judge else None,
+        conversation=conversation_figures(rows, k),
     )
 
 
@@ -326,6 +343,86 @@ def _episode_stats(rows: list[EpisodeRow], k: int, totals: Totals) -> MetricsSum
         model_calls_total=sum(row.model_calls for row in rows),
         tool_calls_total=sum(row.tool_calls for row in rows),
         cold_episodes=cold,
+    )
+
+
+# --- conversations with a simulated user ------------------------------------------------
+def row_conversation(episode: EpisodeResult) -> RowConversation | None:
+    """What an episode's row keeps of its simulated user (None: a task without one)."""
+    user = episode.trace.simulated_user
+    if user is None:
+        return None
+    return RowConversation(
+        ended=user.ended,
+        turns=user.turns,
+        simulated_turns=user.simulated_turns,
+        max_turns=user.max_turns,
+        user_tokens=UserTokens(
+            prompt_tokens=user.usage.prompt_tokens,
+            completion_tokens=user.usage.completion_tokens,
+            total_tokens=user.usage.total_tokens,
+            model_calls=user.usage.model_calls,
+        ),
+    )
+
+
+def conversation_figures(rows: list[EpisodeRow], k: int) -> ConversationFigures | None:
+    """The figures of the rows' conversations; None when no row has one (the key is then
+    left out of the files: a run without simulated users keeps its bytes)."""
+    talked = [row for row in rows if row.conversation is not None]
+    if not talked:
+        return None
+    observed = [row for row in talked if row_outcome(row).word != "infra"]
+    by_task: dict[str, list[EpisodeRow]] = {}
+    for row in talked:
+        by_task.setdefault(row.task_id, []).append(row)
+    per_task = []  # (judged, passed) of each task
+    for task_rows in by_task.values():
+        judged = [row for row in task_rows if row_outcome(row).word != "infra"]
+        per_task.append((len(judged), sum(row.success for row in judged)))
+    longest = max(n for n, _ in per_task)
+
+    def mean_over_tasks(estimator, j: int | None) -> float | None:
+        """As summary.json's totals: each task's value rounded, averaged over the tasks
+        with a judged attempt (with ``j``: with at least ``j`` of them)."""
+        return _mean(
+            _round(estimator(n, c, j or k)) for n, c in per_task if n and (j is None or n >= j)
+        )
+
+    turns = [float(row.conversation.turns) for row in observed]  # type: ignore[union-attr]
+    ended = dict.fromkeys(CONVERSATION_ENDS, 0)
+    for row in observed:
+        end = row.conversation.ended  # type: ignore[union-attr]
+        if end in ended:
+            ended[end] += 1
+    count = len(observed)
+    passed = sum(row.success for row in observed)
+    spent = [row.conversation.user_tokens for row in talked]  # type: ignore[union-attr]
+    return ConversationFigures(
+        tasks=len(by_task),
+        conversations=count,
+        infra_failures=len(talked) - count,
+        passed=passed,
+        pass_rate=_round(passed / count) if count else None,
+        pass_at_k=mean_over_tasks(pass_at_k, None),
+        pass_hat_k=mean_over_tasks(pass_hat_k, None),
+        pass_at={str(j): mean_over_tasks(pass_at_k, j) for j in range(1, longest + 1)},
+        pass_hat={str(j): mean_over_tasks(pass_hat_k, j) for j in range(1, longest + 1)},
+        turns=TurnFigures(
+            mean=_round(sum(turns) / count) if count else None,
+            p50=_round(percentile(turns, 50)),
+            p90=_round(percentile(turns, 90)),
+            max=max(turns, default=None),
+        ),
+        simulated_turns_total=sum(row.conversation.simulated_turns for row in observed),  # type: ignore[union-attr]
+        ended=ended,
+        ended_rate={end: _round(n / count) if count else None for end, n in ended.items()},
+        user_tokens=UserTokens(
+            prompt_tokens=sum(t.prompt_tokens for t in spent),
+            completion_tokens=sum(t.completion_tokens for t in spent),
+            total_tokens=sum(t.total_tokens for t in spent),
+            model_calls=sum(t.model_calls for t in spent),
+        ),
     )
 
 

@@ -23,13 +23,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from bat.evaluation.log.episode import AGENT_ERROR_KINDS
+from bat.evaluation.log.episode import AGENT_ERROR_KINDS, CONVERSATION_ENDS
 from bat.numbers import whole_number
 
 OPERATORS = (">=", "<=", "==", ">", "<")
 LATENCY = {"p50": "median", "median": "median", "p90": "p90", "p99": "p99"}
 LATENCY.update({"p25": "p25", "p75": "p75", "mean": "mean", "max": "max", "min": "min"})
 TOKENS = ("mean", "total", "max")
+# Turns per conversation with a simulated user: the figures summary.json gives of them.
+TURNS = ("mean", "p50", "p90", "max")
 # A gate is short; a longer text is refused before any pattern runs over it.
 MAX_EXPRESSION = 200
 # ASCII digits only: ``float("٣")`` is 3, and no reader of eval.yaml would see a 3 there.
@@ -47,8 +49,9 @@ class Figure:
     """A figure a gate reads: ``kind`` says how to compute it, ``arg`` which one."""
 
     kind: str  # pass_rate, pass_at, pass_hat, judge, latency, tokens, infra_rate,
-    #            infra_failures, agent_errors
-    arg: str | None = None  # k ("3" or "k"), a judge dimension, a percentile, an error kind
+    #            infra_failures, agent_errors, conversation
+    arg: str | None = None  # k ("3" or "k"), a judge dimension, a percentile, an error
+    #                         kind; of a conversation: pass_hat_3, turns.p90, goal_met...
     rate: bool = False  # a value in [0, 1] that may be written as a percentage
     highest: float | None = None  # the largest value the figure can take (None: no bound)
 
@@ -58,6 +61,8 @@ class Figure:
         names.update({"latency": "latency.{}", "tokens": "tokens.{}"})
         if self.kind == "agent_errors" and self.arg:
             return f"agent_errors.{self.arg}"
+        if self.kind == "conversation":
+            return f"conversation.{self.arg}"
         return names.get(self.kind, self.kind).format(self.arg)
 
 
@@ -80,6 +85,8 @@ def parse_figure(text: str) -> Figure:
                 raise ValueError(f"{text}: K (attempts of a task): {exc}") from None
         return Figure(kind, k, rate=True, highest=1)
     head, _, tail = text.partition(".")
+    if head == "conversation":
+        return _conversation_figure(tail)
     if head == "judge" and tail:
         return Figure("judge", tail, highest=1)  # a judge scores from 0 to 1
     if head == "latency" and tail in LATENCY:
@@ -93,7 +100,31 @@ def parse_figure(text: str) -> Figure:
     raise ValueError(
         f"no figure named {text[:60]!r} (figures: pass_rate, pass_at_K, pass_hat_K, "
         "judge.DIMENSION, latency.p50|p90|p99|mean|max, tokens.mean|total|max, "
-        "infra_failure_rate, infra_failures, agent_errors[.KIND])"
+        "infra_failure_rate, infra_failures, agent_errors[.KIND], conversation.FIGURE)"
+    )
+
+
+def _conversation_figure(tail: str) -> Figure:
+    """A figure of the conversations with a simulated user: ``conversation.`` followed by
+    pass_rate, pass_at_K, pass_hat_K, turns.mean|p50|p90|max, an ending (a rate:
+    ``goal_met``, ``stopped_unmet``, ``max_turns``, ``agent_ended``) or
+    user_tokens.total|mean (the user model's)."""
+    if tail == "pass_rate" or tail in CONVERSATION_ENDS:
+        return Figure("conversation", tail, rate=True, highest=1)
+    inner = _PASS_K.fullmatch(tail)
+    if inner:
+        figure = parse_figure(tail)
+        return Figure("conversation", figure.name, rate=True, highest=1)
+    part, _, which = tail.partition(".")
+    if (part == "turns" and which in TURNS) or (
+        part == "user_tokens" and which in ("total", "mean")
+    ):
+        return Figure("conversation", tail)
+    raise ValueError(
+        f"no conversation figure {tail[:60]!r} (conversation.pass_rate, "
+        "conversation.pass_at_K, conversation.pass_hat_K, conversation.turns.mean|p50|p90|max, "
+        f"conversation.{'|'.join(CONVERSATION_ENDS)} (rates), "
+        "conversation.user_tokens.total|mean)"
     )
 
 

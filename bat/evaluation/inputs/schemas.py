@@ -176,6 +176,9 @@ _EVAL_YAML_KEYS = {
         "list of them",
         "gates": "what a run must meet to pass (exit 1 when one fails): 'FIGURE OP NUMBER' "
         "or a mapping (docs/ci.md)",
+        "user": "the model that plays the simulated users of the tasks with a user: "
+        '"provider:model", a mapping, or script: (bat\'s scripted model); none: no task '
+        "may have a user",
         "compat": "switches for moving a bat-cli project over step by step",
     },
     "CompatSection": {
@@ -263,6 +266,23 @@ _EVAL_YAML_KEYS = {
         "script": "a rule file of the scripted model: bat serves it on 127.0.0.1 as the judge "
         "while the run is judged (offline, no key; provider openai or ollama)",
     },
+    "UserModelSpec": {
+        "provider": "ollama speaks Ollama's /api/chat; any other, OpenAI-compatible chat "
+        "completions at base_url",
+        "model": "the model's name at the provider",
+        "base_url": "an OpenAI-compatible server (or Ollama's); default: the provider's",
+        "api_key_env": "the variable holding the key (shell or ./.env)",
+        "env": "variables for the user model (its key), over the shell and .env",
+        "temperature": "sent with every request (0 to 2)",
+        "seed": "sent with every request: a provider that honours it repeats itself",
+        "concurrency": "requests at once",
+        "timeout_s": "per request: the whole answer must be in by then",
+        "max_retries": "on 429, 5xx, connection errors, timeouts",
+        "max_retry_after_s": "a longer Retry-After is cut to this",
+        "script": "a rule file of the scripted model, matched against the agent's last "
+        "message: bat serves it on 127.0.0.1 as the user model (offline, no key; provider "
+        "openai or ollama)",
+    },
 }
 
 
@@ -275,6 +295,7 @@ def _eval_yaml(schema: dict[str, Any]) -> dict[str, Any]:
     agent = defs["AgentSpec"]["properties"]
     model = defs["ModelSpec"]["properties"]
     judge = defs["JudgeSpec"]["properties"]
+    user = defs["UserModelSpec"]["properties"]
     prompts = defs["JudgePrompts"]["properties"]
 
     # "openai:gpt-4.1-mini" for {provider: openai, model: gpt-4.1-mini} (_split_model).
@@ -304,6 +325,11 @@ def _eval_yaml(schema: dict[str, Any]) -> dict[str, Any]:
         ],
         "description": 'the LLM judge: "provider:model", a mapping, or a list of them',
     }
+    # One user model: "provider:model", a mapping, or an empty block (the defaults).
+    schema["properties"]["user"] = {
+        "anyOf": [text_form, {"$ref": "#/$defs/UserModelSpec"}, {"type": "null"}],
+        "default": None,
+    }
     evaluation["extra_spans"] = _nullable(evaluation["extra_spans"])
     gate_entry = {"anyOf": [{"type": "string", "pattern": r"[<>=]"}, {"$ref": "#/$defs/GateSpec"}]}
     schema["properties"]["gates"] = {
@@ -312,7 +338,7 @@ def _eval_yaml(schema: dict[str, Any]) -> dict[str, Any]:
 
     # env maps: variable names; numbers, booleans and null become text (env_map).
     name = {"pattern": _anchored(config._ENV_NAME.pattern)}
-    for owner in (agent, model, judge):
+    for owner in (agent, model, judge, user):
         owner["env"] = {
             "type": ["object", "null"],
             "propertyNames": dict(name),
@@ -331,9 +357,15 @@ def _eval_yaml(schema: dict[str, Any]) -> dict[str, Any]:
     agent["spans_file"] = {**_nullable(path), "default": None}
     evaluation["extra_spans"]["anyOf"][0]["items"] = path
     url = {"type": "string", "pattern": rf"^(?:{_caseless('http')}[sS]?://[^/?#]|[\s\S]*\$\{{)"}
-    for owner, key in ((evaluation, "agent_url"), (model, "base_url"), (judge, "base_url")):
+    for owner, key in (
+        (evaluation, "agent_url"),
+        (model, "base_url"),
+        (judge, "base_url"),
+        (user, "base_url"),
+    ):
         owner[key] = {**_nullable(url), "default": None}
-    judge["api_key_env"] = {**_nullable({"type": "string", **name}), "default": None}
+    for owner in (judge, user):
+        owner["api_key_env"] = {**_nullable({"type": "string", **name}), "default": None}
     model["name"] = {
         **_nullable({"type": "string", "pattern": _anchored(config._FOLDER_NAME.pattern)}),
         "default": None,
@@ -355,6 +387,25 @@ def _eval_yaml(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 # --- tasks.json ------------------------------------------------------------------------
+
+
+# What an editor shows for a task's simulated user and the conversation's checks.
+_USER_KEYS = {
+    "instructions": "the persona the user model plays: what it knows, what it wants, what "
+    "it must not say unless asked",
+    "first_message": "the user's first message (after the fixed turns); default: the user "
+    "model writes it",
+    "max_turns": "user turns of the conversation in all, the fixed ones included: reaching "
+    "it ends the conversation (max_turns)",
+}
+_CONVERSATION_KEYS = {
+    "conversation_must_contain": "texts some reply of the agent holds (any turn, not only "
+    "the last)",
+    "conversation_must_not_contain": "texts no reply of the agent holds",
+    "assertions": "statements about the conversation the judge decides pass or fail, each "
+    "with its reason",
+    "assertions_in_verdict": "the assertions decide the verdict too (each must pass)",
+}
 
 
 def _tasks_json(task: dict[str, Any]) -> dict[str, Any]:
@@ -389,6 +440,25 @@ def _tasks_json(task: dict[str, Any]) -> dict[str, Any]:
         "additionalProperties": False,
     }
     task["properties"]["turns"]["items"] = {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/Turn"}]}
+    # A task needs turns, or a simulated user to write them (TaskSpec._nobody_speaks).
+    task["anyOf"] = [
+        {"required": ["turns"], "properties": {"turns": {"minItems": 1}}},
+        {"required": ["user"], "properties": {"user": {"$ref": "#/$defs/SimulatedUser"}}},
+    ]
+    described = defs["SimulatedUser"]["properties"]
+    for key, text in _USER_KEYS.items():
+        described[key]["description"] = text
+    for key, text in _CONVERSATION_KEYS.items():
+        expected[key]["description"] = text
+    # assertions_in_verdict needs assertions to count (TaskExpected._assertions_to_count).
+    defs["TaskExpected"]["if"] = {
+        "properties": {"assertions_in_verdict": {"const": True}},
+        "required": ["assertions_in_verdict"],
+    }
+    defs["TaskExpected"]["then"] = {
+        "properties": {"assertions": {"minItems": 1}},
+        "required": ["assertions"],
+    }
     # Printable, no space at either end (the control characters are left to bat).
     task["properties"]["id"]["pattern"] = r"^\S(?:[^\x00-\x1f\x7f]*\S)?$"
 

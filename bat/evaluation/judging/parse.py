@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from bat.evaluation.inputs.config import JUDGE_DIMENSIONS
+from bat.evaluation.run.chat_client import ChatError, excerpt
 
 MAX_REPLY_CHARS = 200_000  # longer replies are read from their end (where the verdict is)
 MAX_REASONING_CHARS = 2000
@@ -32,8 +33,9 @@ REASONING_KEYS = ("reasoning", "reason", "explanation", "rationale")
 Judgement = dict[str, tuple[float, str]]
 
 
-class JudgeError(Exception):
-    """A judgement that failed; the message is a short reason, fit for an episode file."""
+# A judgement that failed; the message is a short reason, fit for an episode file. One
+# class with the chat client's failures, so the judges catch both as one.
+JudgeError = ChatError
 
 
 def parse_judgement(reply: str) -> Judgement:
@@ -88,12 +90,6 @@ def json_objects(text: str) -> list[dict[str, Any]]:
             continue
         found.append(value)
     return found
-
-
-def excerpt(text: str, limit: int = 120) -> str:
-    """A short, one-line excerpt of a reply for an error message."""
-    flat = " ".join(text.split())
-    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
 
 
 def _unwrap(obj: dict[str, Any]) -> dict[str, Any]:

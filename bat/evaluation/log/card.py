@@ -4,8 +4,10 @@ A run's numbers mean something only together with what produced them: the datase
 bytes, hashed and snapshotted beside the card as ``tasks.json``), the agent (its name,
 version and A2A card, its project's git commit), the versions of bat and a2a-sdk, every
 model and judge, ``k``, the concurrency, the timeouts and retries, the command line and
-the host. Two runs with the same card are comparable; ``eval.compare`` says in plain
-words what differs (:func:`bat.evaluation.card.comparable`).
+the host; in a run with simulated users, the user model and a sha256 of each task's
+instructions (left out of other runs' cards, which keep their bytes). Two runs with the
+same card are comparable; ``eval.compare`` says in plain words what differs
+(:func:`bat.evaluation.card.comparable`).
 
 No secret is written: URLs are shown without their credentials
 (:func:`bat.secrets.display_url`), ``env`` values are not recorded, and the
@@ -23,6 +25,7 @@ from bat.atomic import json_text, write_private
 from bat.errors import InputError
 from bat.evaluation.log import layout
 from bat.evaluation.log.run import read_versioned
+from bat.figures import counted
 from bat.secrets import Scrubber
 
 CARD_SCHEMA = "bat.card/1"
@@ -131,6 +134,30 @@ class CardJudge(_Part):
     max_retries: int
 
 
+class CardUserModel(_Part):
+    """The model that played the simulated users (eval.yaml's ``user:``) and the settings
+    that change what it writes: another user model is another benchmark."""
+
+    label: str = Field(description="as episodes name it: provider:model, or script:FILE")
+    provider: str
+    model: str
+    base_url: str | None = Field(
+        default=None, description="without credentials; null: the provider's, or bat's script"
+    )
+    temperature: float
+    seed: int | None = None
+    concurrency: int
+    timeout_s: float
+    max_retries: int
+    script_sha256: str | None = Field(
+        default=None, description="sha256 of the script: rule file; null: not scripted"
+    )
+
+
+def _none(value: Any) -> bool:
+    return value is None
+
+
 class CardTimeouts(_Part):
     turn_s: float
     agent_startup_s: float
@@ -175,6 +202,18 @@ class Card(BaseModel):
     )
     timeouts: CardTimeouts
     retries: CardRetries
+    # Written only by a run with simulated users: a run without keeps its card as it was.
+    user_model: CardUserModel | None = Field(
+        default=None,
+        exclude_if=_none,
+        description="the user model of the tasks with a simulated user; absent: no such task",
+    )
+    user_instructions: dict[str, str] | None = Field(
+        default=None,
+        exclude_if=_none,
+        description="task id -> sha256 of its user.instructions, for each task with a "
+        "simulated user; absent: no such task",
+    )
     command: list[str] = Field(default_factory=list, description="sys.argv, scrubbed")
     host: CardHost
     selection: dict[str, Any] | None = Field(
@@ -266,6 +305,14 @@ def comparable(a: Card, b: Card, note_dirty: bool = True) -> list[str]:
     differs("the models differ", _models(a), _models(b))
     differs("the judges differ", _judges(a), _judges(b))
     differs("the timeouts differ", _timeouts(a), _timeouts(b))
+    differs("the user models differ", _user_model(a), _user_model(b))
+    rewritten = _instructions_changed(a, b)
+    if rewritten:
+        shown = ", ".join(rewritten[:5]) + (" ..." if len(rewritten) > 5 else "")
+        found.append(
+            f"the simulated users' instructions differ between {a.run_id} and {b.run_id} "
+            f"({counted(len(rewritten), 'task')}: {shown})"
+        )
     if a.warm_latency is not None and b.warm_latency is not None:
         differs(
             "warm_latency differs (cold starts in the latency figures or not)",
@@ -306,6 +353,23 @@ def _judges(card: Card) -> list[str]:
         if card.qualitative
         else []
     )
+
+
+def _user_model(card: Card) -> str | None:
+    """The user model as far as it changes what the simulated users write."""
+    user = card.user_model
+    if user is None:
+        return None
+    settings = [f"temperature {user.temperature:g}", f"seed {user.seed}"]
+    if user.script_sha256:
+        settings.append(f"script {user.script_sha256[:12]}")
+    return f"{user.label}{_at(user.base_url)} ({', '.join(settings)})"
+
+
+def _instructions_changed(a: Card, b: Card) -> list[str]:
+    """The tasks with a simulated user on both sides whose instructions differ."""
+    left, right = a.user_instructions or {}, b.user_instructions or {}
+    return [task for task, digest in left.items() if task in right and right[task] != digest]
 
 
 def _timeouts(card: Card) -> str:

@@ -122,11 +122,15 @@ def read_any_episode(path: Path) -> EpisodeResult:
 def _impossible_episode(episode: EpisodeResult) -> str | None:
     """A number no run records (a negative or astronomic count, a score over 1): see
     :mod:`bat.evaluation.log.bounds`."""
-    usage = episode.trace.usage
-    for key in ("prompt_tokens", "completion_tokens", "total_tokens", "model_calls"):
-        why = count_problem(f"trace.usage.{key}", getattr(usage, key))
-        if why:
-            return why
+    user = episode.trace.simulated_user
+    for where, usage in (
+        ("trace.usage", episode.trace.usage),
+        ("trace.simulated_user.usage", user.usage if user else None),
+    ):
+        for key in ("prompt_tokens", "completion_tokens", "total_tokens", "model_calls"):
+            why = count_problem(f"{where}.{key}", getattr(usage, key)) if usage else None
+            if why:
+                return why
     for name, score in (episode.qualitative_scores or {}).items():
         why = score_problem(f"scores.{name}", score)
         if why:

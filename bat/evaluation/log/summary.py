@@ -13,11 +13,11 @@ report and ``eval.compare`` only read them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from bat.evaluation.log.bounds import Milliseconds, Percentage, Rate, Seconds
+from bat.evaluation.log.bounds import MAX_COUNT, Milliseconds, Percentage, Rate, Seconds
 
 SUMMARY_SCHEMA = "bat.summary/2"
 METRICS_SCHEMA = "bat.metrics/2"
@@ -30,6 +30,69 @@ class _Model(BaseModel):
     # Numbers are finite: a NaN (or "NaN") in a summary compares false with everything, and
     # a baseline holding one would let any drop pass.
     model_config = ConfigDict(extra="ignore", populate_by_name=True, allow_inf_nan=False)
+
+
+# A token or turn count in a file: refused when read if negative or astronomic (``bounds``).
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+
+
+def _none(value: Any) -> bool:
+    return value is None
+
+
+# --- conversations with a simulated user ----------------------------------------------------
+
+
+class UserTokens(_Model):
+    """What the simulated user's model spent: never in the agent's ``tokens``."""
+
+    prompt_tokens: Count = 0
+    completion_tokens: Count = 0
+    total_tokens: Count = 0
+    model_calls: Count = 0
+
+
+class RowConversation(_Model):
+    """An episode's conversation with a simulated user, as its ``metrics.json`` row keeps
+    it: what the conversation figures are computed from (gates recompute them from rows)."""
+
+    ended: str | None = None  # episode.CONVERSATION_ENDS; None: cut by an infra failure
+    turns: Count = 0  # user turns, the dataset's fixed ones included
+    simulated_turns: Count = 0
+    max_turns: Count = 0
+    user_tokens: UserTokens = Field(default_factory=UserTokens)
+
+
+class TurnFigures(_Model):
+    """User turns per conversation (percentiles as everywhere: ``stats.percentile``)."""
+
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    max: float | None
+
+
+class ConversationFigures(_Model):
+    """The figures of a model's (or a task's) conversations with a simulated user.
+
+    Over the episodes of tasks with a ``user``, infrastructure failures left out (counted
+    in ``infra_failures``) as in every other figure; ``pass_hat_k`` is the number
+    tau2-bench reports. ``ended_rate`` divides by ``conversations``."""
+
+    tasks: int  # tasks with a simulated user
+    conversations: int  # their episodes that are not infrastructure failures
+    infra_failures: int
+    passed: int
+    pass_rate: Rate | None
+    pass_at_k: Rate | None
+    pass_hat_k: Rate | None
+    pass_at: dict[str, Rate | None]
+    pass_hat: dict[str, Rate | None]
+    turns: TurnFigures
+    simulated_turns_total: Count
+    ended: dict[str, int]  # every kind of episode.CONVERSATION_ENDS, 0 or more
+    ended_rate: dict[str, Rate | None]
+    user_tokens: UserTokens  # the user model's, summed; apart from the agent's
 
 
 # --- summary.json -------------------------------------------------------------------------
@@ -64,6 +127,8 @@ class TaskSummary(_Model):
     pass_at: dict[str, Rate | None] = Field(default_factory=dict)
     pass_hat: dict[str, Rate | None] = Field(default_factory=dict)
     judge: dict[str, float | None] | None = None  # mean score per dimension
+    # Only for a task with a simulated user (left out otherwise: a file as before)
+    conversation: ConversationFigures | None = Field(None, exclude_if=_none)
 
 
 class Totals(_Model):
@@ -108,6 +173,8 @@ class Summary(_Model):
     model: str  # the label: the model folder's name in a bat run
     run_id: str | None = None
     totals: Totals
+    # Only when the model has conversations with a simulated user (left out otherwise)
+    conversation: ConversationFigures | None = Field(None, exclude_if=_none)
 
     @field_validator("run_name", mode="before")
     @classmethod
@@ -161,6 +228,8 @@ class EpisodeRow(_Model):
     scores: dict[str, float | None] | None = None  # judge score per dimension
     judge_error: str | None = None
     cold: bool = False  # the first wave after an agent start: out of the latency figures
+    # A task with a simulated user only (left out otherwise)
+    conversation: RowConversation | None = Field(None, exclude_if=_none)
 
     @property
     def passed(self) -> bool:
@@ -234,6 +303,8 @@ class MetricsSummary(_Model):
     # Episodes left out of the latency figures (wall_time_s, time_to_first_event_s)
     # as their agent's cold start; when every episode is cold, the figures hold them all.
     cold_episodes: int = 0
+    # Only when the model has conversations with a simulated user (left out otherwise)
+    conversation: ConversationFigures | None = Field(None, exclude_if=_none)
 
 
 class Metrics(_Model):
@@ -262,11 +333,13 @@ def dump(model: BaseModel) -> dict[str, Any]:
 __all__ = [
     "METRICS_SCHEMA",
     "SUMMARY_SCHEMA",
+    "ConversationFigures",
     "Distribution",
     "EpisodeRow",
     "JudgeStats",
     "Metrics",
     "MetricsSummary",
+    "RowConversation",
     "RowTime",
     "RowTokens",
     "RowVerdict",
@@ -275,4 +348,6 @@ __all__ = [
     "TimeMs",
     "TokenTotals",
     "Totals",
+    "TurnFigures",
+    "UserTokens",
 ]

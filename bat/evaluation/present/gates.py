@@ -31,7 +31,7 @@ from bat.evaluation.log import run as rundir
 from bat.evaluation.log.gates import GATES_SCHEMA, GateResult, GatesFile
 from bat.evaluation.log.outcome import CREDENTIAL_KINDS, episode_outcome, row_outcome
 from bat.evaluation.log.run import ModelEntry, RunRecord
-from bat.evaluation.log.summary import EpisodeRow, Metrics, Summary
+from bat.evaluation.log.summary import ConversationFigures, EpisodeRow, Metrics, Summary
 from bat.evaluation.stats import summarize
 from bat.figures import counted, number
 from bat.secrets import Scrubber
@@ -258,7 +258,40 @@ def figure_value(figure: Figure, scope: _Scope, k: int) -> tuple[float | None, s
     if kind == "agent_errors":
         count = totals.agent_errors.get(arg, 0) if arg else totals.agent_errors_total
         return float(count), ""
+    if kind == "conversation":
+        return conversation_value(summary.conversation, arg or "")
     raise AssertionError(f"unknown figure kind {kind}")
+
+
+def conversation_value(found: ConversationFigures | None, arg: str) -> tuple[float | None, str]:
+    """A figure of the conversations with a simulated user (``arg``: ``pass_hat_3``,
+    ``turns.p90``, ``goal_met``...), and why it is None when it is."""
+    if found is None:
+        return None, "no conversation with a simulated user in the tasks chosen (no task has user:)"
+    if not found.conversations and not arg.startswith("user_tokens."):
+        return None, f"every conversation was an infrastructure failure ({found.infra_failures})"
+    if arg == "pass_rate":
+        return found.pass_rate, ""
+    if arg in found.ended_rate:
+        return found.ended_rate[arg], ""
+    part, _, which = arg.partition(".")
+    if part == "turns":
+        return getattr(found.turns, which), ""
+    if part == "user_tokens":
+        total = found.user_tokens.total_tokens
+        episodes = found.conversations + found.infra_failures
+        return float(total) if which == "total" else round(total / episodes, 4), ""
+    kind, _, k = arg.rpartition("_")  # pass_at_3, pass_hat_k
+    if k == "k":
+        return (found.pass_at_k if kind == "pass_at" else found.pass_hat_k), ""
+    value = (found.pass_at if kind == "pass_at" else found.pass_hat).get(k)
+    if value is None:
+        longest = max((int(j) for j in found.pass_at), default=0)
+        return None, (
+            f"conversation.{arg} needs {k} judged conversations of a task; the most here is "
+            f"{longest}"
+        )
+    return value, ""
 
 
 def _baseline(

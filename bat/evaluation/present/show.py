@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from bat.evaluation.inputs.config import ResolvedConfig
-from bat.evaluation.inputs.dataset import DatasetCheck, check_dataset
+from bat.evaluation.inputs.dataset import DatasetCheck, DatasetFacts, check_dataset
 from bat.figures import counted
 from bat.secrets import display_url
 
@@ -40,6 +40,7 @@ def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None)
             "path": str(resolved.dataset),
             "tasks": dataset.count,
             "sha256": dataset.sha256,
+            "simulated_users": dataset.facts.simulated.count,  # tasks with a user
         },
         "output_dir": str(resolved.output_dir),
         "run_name": evaluation.run_name,
@@ -103,6 +104,20 @@ def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None)
             }
             for judge in resolved.config.judges
         ],
+        "user": _user_model(resolved),
+    }
+
+
+def _user_model(resolved: ResolvedConfig) -> dict[str, Any] | None:
+    """eval.yaml's ``user:`` as shown (None: there is none); ``env`` by name only."""
+    spec = resolved.config.user
+    if spec is None:
+        return None
+    return {
+        "label": spec.shown,
+        **spec.model_dump(mode="json"),
+        "base_url": display_url(spec.base_url),
+        "env": sorted(spec.env),
     }
 
 
@@ -165,7 +180,27 @@ def describe(
     )
     state = judges if view["qualitative"] else f"off (qualitative: false; judge: {judges})"
     lines.append(f"judge          {state}")
+    user_line = _user_line(view["user"], view["dataset"]["simulated_users"])
+    if user_line:
+        lines.append(user_line)
     return "\n".join(lines)
+
+
+def _user_line(user: dict[str, Any] | None, simulated: int) -> str | None:
+    """The user model and the tasks it plays; None when neither is (most datasets)."""
+    if user is None and not simulated:
+        return None
+    tasks = f"{counted(simulated, 'task')} with a simulated user"
+    if user is None:
+        return f"user model     (none set): {tasks}"
+    where = f" at {user['base_url']}" if user["base_url"] else ""
+    if user["script"] is not None:
+        where = f", scripted by bat from {user['script']}"
+    seed = f", seed {user['seed']}" if user["seed"] is not None else ""
+    return (
+        f"user model     {user['label']}{where} (temperature {user['temperature']:g}{seed}, "
+        f"concurrency {user['concurrency']}): {tasks}"
+    )
 
 
 def plan(
@@ -180,7 +215,13 @@ def plan(
     total = len(checked.dataset.tasks)
     chosen = selection.apply(checked.dataset)
     count = len(chosen.tasks)
-    summary = DatasetCheck(path=chosen.path, sha256=chosen.sha256, count=count, weak=[])
+    summary = DatasetCheck(
+        path=chosen.path,
+        sha256=chosen.sha256,
+        count=count,
+        weak=[],
+        facts=DatasetFacts.of(chosen.tasks),
+    )
     models = len(resolved.models)
     episodes = models * count * resolved.evaluation.k
     lines = [describe(resolved, dataset=summary)]

@@ -120,15 +120,15 @@ def _shown_reply(output: str) -> str:
 
 
 class UserModel:
-    """The run's user model: one HTTP client (bat's judge client, spoken to as a chat),
+    """The run's user model: one HTTP client (the one the judges use),
     its requests at most ``user.concurrency`` at a time, on threads of its own."""
 
     def __init__(self, spec: UserModelSpec, key: str | None, shown: str) -> None:
-        from bat.evaluation.judging.client import JudgeClient
+        from bat.evaluation.run.chat_client import ChatClient
 
         self.spec = spec
         self.shown = shown  # the name episodes record: provider:model, or script:FILE
-        self._client = JudgeClient(spec, key, who="user model")
+        self._client = ChatClient(spec, key, who="user model")
         self._pool = ThreadPoolExecutor(
             max_workers=spec.concurrency, thread_name_prefix="bat-user-model"
         )
@@ -140,13 +140,13 @@ class UserModel:
     async def next_message(self, user: SimulatedUser, turns: list[TurnRecord]) -> NextMessage:
         """The user's next message after ``turns``; :class:`UserModelFailed` when the
         user model gives none (its error said in one line)."""
-        from bat.evaluation.judging.parse import JudgeError
+        from bat.evaluation.run.chat_client import ChatError
 
         messages = messages_for(user, turns)
         loop = asyncio.get_running_loop()
         try:
             reply = await loop.run_in_executor(self._pool, self._converse, messages)
-        except JudgeError as exc:
+        except ChatError as exc:
             raise UserModelFailed(f"the user model {self.shown} failed: {exc}") from None
         usage = Usage(
             prompt_tokens=reply.prompt_tokens,

@@ -84,7 +84,10 @@ def test_every_key_of_eval_yaml_is_described_for_editors():
     made = schema("eval.yaml")
     blocks = {
         "": made,
-        **{name: made["$defs"][name] for name in ("EvaluationSection", "AgentSpec")},
+        **{
+            name: made["$defs"][name]
+            for name in ("EvaluationSection", "AgentSpec", "UserModelSpec")
+        },
     }
     for name, block in blocks.items():
         for key, value in block["properties"].items():
@@ -139,6 +142,10 @@ ACCEPTED_CONFIGS = [
     {"judge": {"model": "m", "prompts": {"relevance": "x", "task_completion_quality": "y"}}},
     {"judge": {"model": "m", "prompts": None, "base_url": "HTTPS://h/v1"}},
     {"evaluation": {"agent_startup_timeout_s": 0.5, "turn_timeout_s": 86400, "k": 1000}},
+    {"user": None},
+    {"user": "openai:gpt-4.1-mini"},
+    {"user": {"script": "user-rules.yaml", "seed": 7, "temperature": 0.7, "env": {"N": 1}}},
+    {"user": {"model": "m", "base_url": "http://h/v1", "api_key_env": "K", "concurrency": 2}},
 ]
 REFUSED_CONFIGS = [
     {"evaluation": {"kk": 3}},
@@ -163,6 +170,13 @@ REFUSED_CONFIGS = [
     {"judge": {"model": "m", "mode": "lenient"}},
     {"judge": {"model": "m", "api_key_env": "MY-KEY"}},
     {"judge": {"provider": "openai"}},
+    {"user": []},
+    {"user": "gpt-4.1-mini"},
+    {"user": {"modle": "m"}},
+    {"user": {"model": "m", "temperature": 3}},
+    {"user": {"model": "m", "api_key_env": "MY-KEY"}},
+    {"user": {"model": "m", "base_url": "localhost:8000"}},
+    {"user": {"model": "m", "env": {"A-B": "x"}}},
 ]
 
 
@@ -203,6 +217,21 @@ ACCEPTED_TASKS = [
     [{**TASK, "expected": {"status": "failed"}}],
     [{**TASK, "expected": {"status": " Input-Required "}}],
     [{**TASK, "expected": {"agent_calls": [{"agent": "planner", "times": 2}]}}],
+    [{"id": "t", "user": {"instructions": "You want a table for 4"}}],
+    [{"id": "t", "turns": [], "user": {"instructions": "x", "first_message": "hi"}}],
+    [{**TASK, "user": {"instructions": "x", "max_turns": 3}}],
+    [{**TASK, "user": None}],
+    [
+        {
+            **TASK,
+            "expected": {
+                "conversation_must_contain": ["how many"],
+                "conversation_must_not_contain": ["error"],
+                "assertions": ["The agent asked for the number of people"],
+                "assertions_in_verdict": True,
+            },
+        }
+    ],
 ]
 REFUSED_TASKS = [
     [],
@@ -220,6 +249,15 @@ REFUSED_TASKS = [
     [{**TASK, "expected": {"output_must_contian": ["x"]}}],
     [{**TASK, "expected": {"agent_calls": [{"name": "a", "agent": "b"}]}}],
     [{**TASK, "expected": {"tool_calls": [{"name": "f", "times": 0}]}}],
+    [{"id": "t"}],
+    [{"id": "t", "user": None}],
+    [{"id": "t", "user": {}}],
+    [{"id": "t", "user": {"instructions": ""}}],
+    [{"id": "t", "user": {"instructions": "x", "max_turns": 0}}],
+    [{"id": "t", "user": {"instructions": "x", "persona": "y"}}],
+    [{**TASK, "expected": {"assertions_in_verdict": True}}],
+    [{**TASK, "expected": {"assertions": [""]}}],
+    [{**TASK, "expected": {"conversation_must_contain": "how many"}}],
 ]
 
 

@@ -348,6 +348,8 @@ def test_every_json_file_of_a_finished_run_is_strict_json(tmp_path):
 
 FIGURES = ["pass_rate", "pass_at_3", "pass^k", "judge.tone", "latency.p90", "tokens.max"]
 FIGURES += ["infra_failure_rate", "infra_failures", "agent_errors.timeout"]
+FIGURES += ["conversation.turns.p90", "conversation.goal_met", "conversation.pass^3"]
+FIGURES += ["conversation.user_tokens.mean", "conversation.pass_rate", "conversation.x"]
 NUMBERS = ["0", "1", "0.9", "90", "100", "150", "-0", "-1", "1e999", "-1e999", "1e-999"]
 NUMBERS += ["nan", "inf", "Infinity", "NaN", "1_0", "\u0669", "\u00b2", "0x10", ".5", "5.", "1e3"]
 

@@ -234,7 +234,7 @@ def test_a_user_model_that_misbehaves_is_its_failure_in_one_line(
     answer's size limit is lowered to 4 KB here: 16 MB of test data is no better test.)"""
     import asyncio
 
-    from bat.evaluation.judging import client
+    from bat.evaluation.run import chat_client as client
 
     if "body" in rule:
         monkeypatch.setattr(client, "MAX_ANSWER_BYTES", 4096)

@@ -4,7 +4,10 @@ Columns: ``run_id, model, task_id, attempt, status, passed, agent_error, infra_f
 wall_time_s, time_to_first_event_s, cold, prompt_tokens, completion_tokens, total_tokens``
 (``cold``: true for an episode left out of the latency figures as its agent's cold start),
 then ``judge.<dimension>`` for every judge dimension of the run (empty when an episode
-was not scored), then ``reason`` (why it did not pass; empty when it passed).
+was not scored), then, in a run with simulated users only, ``conversation_ended,
+user_turns, simulated_turns, user_tokens`` (how the conversation ended, its user turns,
+those the user model wrote, the user model's tokens; empty for a task without a user),
+then ``reason`` (why it did not pass; empty when it passed).
 
 Safe to open in a spreadsheet: a text cell starting with ``=``, ``+``, ``-``, ``@``, a
 tab or a carriage return (which a spreadsheet would run as a formula) is prefixed with
@@ -18,6 +21,7 @@ import io
 from pathlib import Path
 
 from bat.evaluation.log.outcome import row_outcome
+from bat.evaluation.log.summary import EpisodeRow
 from bat.evaluation.present.export.data import RunData
 
 COLUMNS = (
@@ -54,8 +58,29 @@ class CsvExporter:
         write_text(path, render(run))
 
 
+# Only in a run with simulated users: a run without keeps its columns.
+CONVERSATION_COLUMNS = ("conversation_ended", "user_turns", "simulated_turns", "user_tokens")
+
+
 def header(run: RunData) -> list[str]:
-    return [*COLUMNS, *(f"judge.{name}" for name in dimensions(run)), "reason"]
+    talked = CONVERSATION_COLUMNS if has_conversations(run) else ()
+    return [*COLUMNS, *(f"judge.{name}" for name in dimensions(run)), *talked, "reason"]
+
+
+def has_conversations(run: RunData) -> bool:
+    return any(model.summary.conversation is not None for model in run.models)
+
+
+def _conversation_cells(row: EpisodeRow) -> list[object]:
+    found = row.conversation
+    if found is None:
+        return ["", "", "", ""]
+    return [
+        found.ended or "",
+        found.turns,
+        found.simulated_turns,
+        found.user_tokens.total_tokens,
+    ]
 
 
 def dimensions(run: RunData) -> list[str]:
@@ -75,6 +100,7 @@ def render(run: RunData) -> str:
     writer = csv.writer(buffer)
     writer.writerow(header(run))
     judged = dimensions(run)
+    talked = has_conversations(run)
     for model in run.models:
         for row in model.rows:
             tokens = row.tokens
@@ -95,6 +121,7 @@ def render(run: RunData) -> str:
                 tokens.completion_tokens,
                 tokens.total_tokens,
                 *(scores.get(name) for name in judged),
+                *(_conversation_cells(row) if talked else []),
                 model.reason(row),
             ]
             writer.writerow([safe_cell(cell) for cell in cells])

@@ -2,7 +2,10 @@
 
 ``bat.export/1``: the essentials of run.json, the gates (gates.json, when present), and
 per model its totals and per-task figures (summary.json's, unchanged) and one row per
-episode (metrics.json's numbers plus the reason it did not pass). Keys come in a fixed
+episode (metrics.json's numbers plus the reason it did not pass). A model's
+``conversation`` holds summary.json's figures of its conversations with a simulated user,
+an episode's the ``conversation`` of its metrics.json row (null without a simulated user:
+the keys stay the same in every document). Keys come in a fixed
 order and are only ever added; ``bat eval.schema export.json`` prints the JSON Schema.
 """
 
@@ -14,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from bat.evaluation.log.outcome import row_outcome
-from bat.evaluation.log.summary import TaskSummary, Totals
+from bat.evaluation.log.summary import ConversationFigures, RowConversation, TaskSummary, Totals
 from bat.evaluation.present.export.data import ModelData, RunData
 
 EXPORT_SCHEMA = "bat.export/1"
@@ -58,6 +61,7 @@ class ExportEpisode(BaseModel):
     tokens: ExportTokens
     scores: dict[str, float | None] | None = None  # judge score per dimension
     reason: str = ""
+    conversation: RowConversation | None = None  # a task with a simulated user only
 
 
 class ExportModel(BaseModel):
@@ -67,6 +71,7 @@ class ExportModel(BaseModel):
     status: str  # completed, or failed: could not be evaluated (then no totals)
     reason: str | None = None
     totals: Totals | None = None
+    conversation: ConversationFigures | None = None  # a model with simulated users only
     tasks: list[TaskSummary] = Field(default_factory=list)
     episodes: list[ExportEpisode] = Field(default_factory=list)
 
@@ -146,6 +151,7 @@ def _model(model: ModelData) -> ExportModel:
             ),
             scores=row.scores,
             reason=model.reason(row),
+            conversation=row.conversation,
         )
         for row in model.rows
     ]
@@ -156,6 +162,7 @@ def _model(model: ModelData) -> ExportModel:
         status=model.entry.status if model.entry else "completed",
         reason=model.entry.reason if model.entry else None,
         totals=model.summary.totals,
+        conversation=model.summary.conversation,
         tasks=model.tasks,
         episodes=episodes,
     )

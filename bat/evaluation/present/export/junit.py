@@ -10,7 +10,9 @@ A task passes when every attempt bat could observe passed. Otherwise:
   reasons; an agent error names its class, e.g. ``agent error rate_limited``).
 
 The suite's ``<properties>`` carry the model's figures (pass rate, pass@k, pass^k for
-every k, infrastructure failures, agent errors, judge means). The layout follows the
+every k, infrastructure failures, agent errors, judge means; for a model with simulated
+users, the figures of its conversations, named as gates name them: ``conversation.pass^3``,
+``conversation.turns.p90``, ``conversation.goal_met``). The layout follows the
 Jenkins/Ant JUnit schema (``tests/data/junit.xsd`` checks it). Everything an agent wrote
 is escaped, and characters XML cannot hold (most control characters) are removed.
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 
 from bat.evaluation.log.outcome import row_outcome
 from bat.evaluation.log.summary import EpisodeRow, TaskSummary
+from bat.evaluation.present import conversation
 from bat.evaluation.present.export.data import ModelData, RunData
 from bat.figures import counted, seconds
 
@@ -200,6 +203,8 @@ def _properties(run: RunData, model: ModelData) -> list[tuple[str, str]]:
         ("vacuous_passes", totals.vacuous_passes),
     ]
     found += [(f"judge.{name}", stats.mean) for name, stats in (totals.judge or {}).items()]
+    if model.summary.conversation is not None:
+        found += conversation.figures(model.summary.conversation)
     if run.record is not None:
         found += [
             ("dataset_sha256", run.record.dataset_sha256),

@@ -2,7 +2,9 @@
 
 A headline (run id and status), the gates when the run folder has ``gates.json``, one
 table row per model (passed/attempts, pass rate with its 95 % interval, pass@k, pass^k,
-infrastructure failures, agent errors), and the failed tasks with the first reason.
+infrastructure failures, agent errors), a "Simulated users" table when a model had
+conversations with a simulated user (pass^k over them, turns, how they ended, the user
+model's tokens), and the failed tasks with the first reason.
 Table cells are escaped: ``|`` and ``<`` cannot break the table or open HTML, and
 newlines are folded. When ``$GITHUB_STEP_SUMMARY`` is set (a GitHub Actions step), the
 file is also appended to it (:func:`bat.evaluation.present.export.append_step_summary`).
@@ -13,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bat.evaluation.present import conversation
 from bat.evaluation.present.export.data import RunData
 from bat.figures import MISSING, counted, interval, number, percent
 
@@ -63,6 +66,7 @@ def render(run: RunData) -> str:
         lines.append(f"| {cell(entry.label)} | – | not evaluated: {cell(reason)} | | | | |")
     k = run.k
     lines += ["", f"k = {k} attempts per task; pass@k and pass^k at k = {k}.", ""]
+    lines += _simulated_users(run)
     failed = _failed_tasks(run)
     if failed:
         lines += [
@@ -78,6 +82,21 @@ def render(run: RunData) -> str:
     if run.unreadable:
         lines += [f"{counted(len(run.unreadable), 'episode file')} could not be read.", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _simulated_users(run: RunData) -> list[str]:
+    """The figures of the conversations with a simulated user, a row per model that had
+    them (infrastructure failures left out, as everywhere)."""
+    talked = [m for m in run.models if m.summary.conversation is not None]
+    if not talked:
+        return []
+    header = ["Model", *conversation.TABLE_HEADER]
+    lines = ["### Simulated users", "", "| " + " | ".join(header) + " |"]
+    lines.append("| --- |" + " ---: |" * (len(header) - 1))
+    for model in talked:
+        cells = conversation.table_cells(model.summary.conversation)  # type: ignore[arg-type]
+        lines.append(f"| {cell(model.label)} | " + " | ".join(cell(c) for c in cells) + " |")
+    return [*lines, ""]
 
 
 def _gates(gates: dict[str, Any]) -> list[str]:

@@ -33,6 +33,7 @@ from bat.evaluation.log.episode import EpisodeResult
 from bat.evaluation.log.outcome import EpisodeOutcome, episode_outcome, row_outcome
 from bat.evaluation.log.scores import JudgeScores
 from bat.evaluation.log.summary import EpisodeRow
+from bat.evaluation.present.conversation import TABLE_HEADER, table_cells
 from bat.evaluation.present.plot.runs import Run, matches, task_order
 from bat.evaluation.present.plot.specs import ChartSet
 from bat.figures import MISSING, counted, integer, interval, number, percent, seconds
@@ -67,6 +68,7 @@ class EpisodeView:
     judge: list[tuple[str, str, str]] = field(default_factory=list)  # dimension, score, why
     lowest_score: float | None = None  # the lowest judge score of any dimension
     href: str | None = None
+    conversation: str = ""  # a simulated user's: how it ended, in how many user turns
 
     @property
     def doubted(self) -> bool:
@@ -138,6 +140,7 @@ def render_report(
         "tasks_shown": len(tasks),
         "tasks_total": len(all_tasks),
         "runs_table": _runs_table(runs),
+        "simulated_users": _simulated_users(runs, tasks),
         "gates": _gates(runs),
         "benchmark_cards": benchmark_cards(runs),
         "charts": [
@@ -382,6 +385,13 @@ def _fill_from_file(view: EpisodeView, episode: EpisodeResult) -> None:
     view.output = output
     view.judge = _judge_lines(episode.scores)
     view.lowest_score = _lowest_score(episode.scores)
+    user = episode.trace.simulated_user
+    if user is not None:
+        ended = (user.ended or "cut short").replace("_", " ")
+        view.conversation = (
+            f"simulated user: {ended} after {counted(user.turns, 'user turn')} "
+            f"({user.simulated_turns} simulated, at most {user.max_turns})"
+        )
 
 
 def _judge_lines(scores: JudgeScores | None) -> list[tuple[str, str, str]]:
@@ -499,6 +509,32 @@ def _runs_table(runs: list[Run]) -> dict[str, Any]:
             }
         )
     return {"head": head, "rows": rows, "judge_head": ["#", "run", *dimensions]}
+
+
+def _simulated_users(runs: list[Run], tasks: list[str]) -> dict[str, Any] | None:
+    """The "Simulated users" table: a row per run that had conversations with a simulated
+    user, then one per task and run (None: no run had one, and the page has no section)."""
+    rows = []
+    for run in runs:
+        found = run.results.summary.conversation
+        if found is not None:
+            rows.append({"number": run.index + 1, "label": run.label, "cells": table_cells(found)})
+    if not rows:
+        return None
+    by_task = []
+    for task_id in tasks:
+        for run in runs:
+            task = run.results.summary.task(task_id)
+            if task is not None and task.conversation is not None:
+                by_task.append(
+                    {
+                        "task_id": task_id,
+                        "number": run.index + 1,
+                        "label": run.label,
+                        "cells": table_cells(task.conversation),
+                    }
+                )
+    return {"head": TABLE_HEADER, "rows": rows, "task_rows": by_task}
 
 
 def _task_rows(runs: list[Run], tasks: list[str]) -> list[dict[str, Any]]:

@@ -23,8 +23,9 @@ from bat.evaluation.log import card as cards
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import EpisodeResult
 from bat.evaluation.log.gates import GatesFile
+from bat.evaluation.log.summary import ConversationFigures
 from bat.evaluation.present.view.watch import OUTCOMES, Found, cell_id, outcome_of
-from bat.figures import interval, percent
+from bat.figures import MISSING, integer, interval, number, percent
 from bat.numbers import whole_number
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")  # a run id or a model folder's name
@@ -183,7 +184,23 @@ def _figures(model_dir: Path) -> tuple[dict[str, str] | None, str | None]:
         "pass_hat_k": f"{percent(stats.pass_hat_k)} (k={k})",
         "infra": str(stats.infra_failures),
         "agent_errors": str(stats.agent_errors_total),
+        **_conversation_figures(results.summary.conversation),
     }, None
+
+
+def _conversation_figures(found: ConversationFigures | None) -> dict[str, str]:
+    """The simulated users' figures of the run page (none without simulated users)."""
+    if found is None:
+        return {}
+    turns = found.turns
+    return {
+        "conversations": str(found.conversations),
+        "conversation_pass_hat_k": percent(found.pass_hat_k),
+        "turns": " / ".join(MISSING if v is None else number(v) for v in (turns.p50, turns.p90)),
+        "endings": ", ".join(f"{n} {end.replace('_', ' ')}" for end, n in found.ended.items() if n)
+        or MISSING,
+        "user_tokens": integer(found.user_tokens.total_tokens),
+    }
 
 
 def _counts(latest: list[Found], label: str, expected: int) -> Counts:
