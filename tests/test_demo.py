@@ -63,6 +63,8 @@ def test_demo_evaluates_judges_and_reports_with_its_old_ports_taken(home):
         assert totals["pass_at_k"] > totals["pass_hat_k"]
         assert totals["agent_errors"]["agent_exception"] == 3 and totals["infra_failures"] == 0
         assert totals["judge"]["response_relevance"]["count"] == 51  # 54 less the errors
+        talked = summary(run_dir, model)["conversation"]  # the simulated user's figures
+        assert talked["ended"]["goal_met"] == 3 and talked["turns"]["max"] == 2, talked
         rows = json.loads((run_dir / model / "metrics.json").read_text())["per_episode"]
         passed = {row["task_id"]: 0 for row in rows}
         for row in rows:
@@ -115,6 +117,7 @@ def test_demo_evaluates_judges_and_reports_with_its_old_ports_taken(home):
         praise = r'weather-on-a-budget</b> — 0/(\d+) attempts passed; <span class="doubt">'
         praise += r"the judge scored \1 failed attempts 0\.8 or higher on every dimension"
         assert re.search(praise, report), report
+        assert "Simulated users" in report  # the conversation's figures, in a table
         assert (DEMO / "config.yaml").read_bytes() == config_before
     finally:
         for run_dir in made:
