@@ -9,7 +9,10 @@ demo's report is the same on every run:
   (``nice to meet you, <Name>`` / ``your name is <Name>``, or ``I do not know your name``);
 * ``book a table``: without a number, the turn ends ``input-required`` with ``For how
   many people?``; the next turn of the context (or a first turn with a number) calls
-  ``book_table(people=N)`` -> ``booked a table for N``;
+  ``book_table(people=N)`` -> ``booked a table for N``. With ``GUESS_PEOPLE=N``
+  (``--guess-people N``) the agent is a *broken* one that does not ask but guesses: a
+  booking without a number is made for N at once, the way an agent that fills a missing
+  detail with a default does — what a simulated user who holds the detail exposes;
 * ``forecast for <City>``: ``get_forecast(city=<City>)`` -> ``rain in <City>``, except
   that the forecast service is busy for every third call the process gets (the 2nd, 5th,
   8th...): the tool call fails and the answer apologises — a flaky tool, so a task with
@@ -19,11 +22,13 @@ demo's report is the same on every run:
 * ``calculate`` with ``^`` or ``**``: the tool agent's calculator has no powers, so the
   answer is its error — a task this agent fails every time.
 
-``python -m eval_fixtures.demo_agent``: the tool agent's options and ``CONFIG_PATH``.
+``python -m eval_fixtures.demo_agent``: the tool agent's options, ``--guess-people N``
+(``GUESS_PEOPLE``; 0, the default, asks) and ``CONFIG_PATH``.
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import re
 import time
@@ -33,7 +38,7 @@ from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
 from a2a.types import AgentCard, AgentSkill, TaskState
 
-from eval_fixtures._a2a_server import Turn, build_card, pause
+from eval_fixtures._a2a_server import Turn, build_card, env_int, pause
 from eval_fixtures._spans import SpanFile
 from eval_fixtures.tool_agent import (
     Call,
@@ -70,7 +75,8 @@ class DemoExecutor(ToolExecutor):
             raise RuntimeError("no exchange rate for that pair of currencies")
         if context_id in self.booking or "book a table" in text:
             people = re.search(r"\d+", text)
-            if people is None:
+            guess = self.options.guess_people  # the broken agent: no question, a default
+            if people is None and not guess:
                 self.booking.add(context_id)
                 model_call = [(10 * len(text.split()), 5 * len(PEOPLE_QUESTION.split()))]
                 metadata = bat_delta([], model_call)
@@ -79,7 +85,7 @@ class DemoExecutor(ToolExecutor):
                 )
                 return
             self.booking.discard(context_id)
-            count = int(people[0])
+            count = int(people[0]) if people else guess
             call = Call("book_table", {"people": count}, f"booked a table for {count}")
             turn = answered(text, call.result, [call])
         else:
@@ -124,9 +130,34 @@ def make_card(
     return build_card(NAME, description, skill, port, streaming, binding, address)
 
 
+def guess_option(parser: argparse.ArgumentParser) -> None:
+    """``--guess-people N`` (``GUESS_PEOPLE``): 0 asks how many people; N > 0 makes the
+    broken agent that books for N without asking. A negative number is a usage error."""
+    default = env_int(parser, "GUESS_PEOPLE", 0)
+    if default < 0:
+        parser.error(f"GUESS_PEOPLE={default}: expected 0 (ask) or a number of people")
+    parser.add_argument(
+        "--guess-people",
+        type=people_count,
+        default=default,
+        help="env GUESS_PEOPLE: book for N people without asking (0, the default: ask)",
+    )
+
+
+def people_count(text: str) -> int:
+    """A ``--guess-people`` value: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value}: expected 0 (ask) or a number of people")
+    return value
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line (and environment), read config.yaml, serve until SIGTERM."""
-    serve_tools(argv, "demo_agent", __doc__, make_card, DemoExecutor)
+    serve_tools(argv, "demo_agent", __doc__, make_card, DemoExecutor, guess_option)
 
 
 if __name__ == "__main__":

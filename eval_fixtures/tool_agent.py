@@ -23,6 +23,7 @@ answers with completion = 5 x answer words). Metadata and span formats: README.m
 
 from __future__ import annotations
 
+import argparse
 import ast
 import asyncio
 import json
@@ -31,6 +32,7 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -301,13 +303,21 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def serve_tools(
-    argv: list[str] | None, name: str, doc: str, card: Any, executor: type[ToolExecutor]
+    argv: list[str] | None,
+    name: str,
+    doc: str,
+    card: Any,
+    executor: type[ToolExecutor],
+    more_options: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> None:
-    """Serve a tool agent (this one, or one built on it): the shared options, the span
-    file of config.yaml (``CONFIG_PATH``), ``executor`` answering."""
+    """Serve a tool agent (this one, or one built on it): the shared options (and
+    ``more_options``, an agent's own), the span file of config.yaml (``CONFIG_PATH``),
+    ``executor`` answering."""
     parser = common_parser(f"eval_fixtures.{name}", doc.splitlines()[0])
     add_option(parser, "--no-stream-metadata", "NO_STREAM_METADATA", "no metadata.bat")
     add_option(parser, "--spans-delay-ms", "SPANS_DELAY_MS", "delay of a turn's spans", 0)
+    if more_options is not None:
+        more_options(parser)
     args = parser.parse_args(argv)
     config = Path(os.environ.get("CONFIG_PATH") or "config.yaml")
     try:

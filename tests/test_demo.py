@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.evalkit import run_dirs, summary
+from tests.evalkit import episodes, run_dirs, summary
 
 DEMO = REPO / "eval_fixtures" / "demo"
 OLD_PORTS = (9960, 9961)  # the agent's and the judge's before they were free ones
@@ -57,12 +57,14 @@ def test_demo_evaluates_judges_and_reports_with_its_old_ports_taken(home):
         (run_dir,) = made
         model = json.loads((run_dir / "run.json").read_text())["models"][0]["dir"]
         totals = summary(run_dir, model)["totals"]
-        assert totals["attempts"] == 51 and totals["passed"] == 41
+        assert totals["attempts"] == 54 and totals["passed"] == 44
         # the story the README tells: a flaky task (pass@3 above pass^3), failing ones,
         # an agent error that is not an infrastructure failure, and is not judged
         assert totals["pass_at_k"] > totals["pass_hat_k"]
         assert totals["agent_errors"]["agent_exception"] == 3 and totals["infra_failures"] == 0
-        assert totals["judge"]["response_relevance"]["count"] == 48  # 51 less the errors
+        assert totals["judge"]["response_relevance"]["count"] == 51  # 54 less the errors
+        talked = summary(run_dir, model)["conversation"]  # the simulated user's figures
+        assert talked["ended"]["goal_met"] == 3 and talked["turns"]["max"] == 2, talked
         rows = json.loads((run_dir / model / "metrics.json").read_text())["per_episode"]
         passed = {row["task_id"]: 0 for row in rows}
         for row in rows:
@@ -71,15 +73,37 @@ def test_demo_evaluates_judges_and_reports_with_its_old_ports_taken(home):
         assert passed["calculate-power"] == passed["convert-currency"] == 0
         assert passed["weather-on-a-budget"] == 0
         assert passed["remembers-the-name"] == passed["books-a-table"] == 3
+        # the simulated user (user-rules.yaml) opens with the task's first message,
+        # answers the agent's question once asked, and stops (###STOP###, not sent) with
+        # the table booked: 2 user turns sent and a third message that ends it, goal met
+        assert passed["books-with-a-simulated-user"] == 3
+        found = episodes(run_dir, model).values()
+        talks = [e for e in found if e["task_id"] == "books-with-a-simulated-user"]
+        assert len(talks) == 3
+        for episode in talks:
+            record = episode["trace"]["simulated_user"]
+            ended = (record["ended"], record["turns"], record["simulated_turns"])
+            assert ended == ("goal_met", 2, 1), record
+            assert (record["last_words"], record["usage"]["model_calls"]) == ("Thank you!", 2)
+            assert record["model"] == "script:user-rules.yaml"
+            turns = [(t["author"], t["input"], t["status"]) for t in episode["trace"]["turns"]]
+            assert turns == [
+                ("dataset", "I'd like to book a table", "input-required"),
+                ("simulated_user", "4 people, please.", "completed"),
+            ]
+            assert episode["final_output"] == "booked a table for 4"
         asked = [row for row in rows if row["task_id"] == "asks-how-many"]
         assert {row["status"] for row in asked} == {"input-required"}
         assert all(row["success"] for row in asked)
         errors = [row for row in rows if row["task_id"] == "convert-currency"]
         assert {row["judge_error"] for row in errors} == {"not judged: agent error"}
         assert all(row["scores"] is None for row in errors)
-        assert "41/51 episodes passed" in proc.stdout
-        assert "judged 48 episodes" in proc.stdout and "3 not judged: agent error" in proc.stdout
+        assert "44/54 episodes passed" in proc.stdout
+        assert "judged 51 episodes" in proc.stdout and "3 not judged: agent error" in proc.stdout
         assert "scripted by bat from judge-rules.json at http://127.0.0.1:" in proc.stdout
+        assert "user model: scripted by bat from user-rules.yaml at http://127.0.0.1:" in (
+            proc.stdout
+        )
         assert "every gate passed" in proc.stdout
         assert not any(f":{port}" in proc.stdout for port in OLD_PORTS)
         output = DEMO / "eval" / "output"
@@ -93,6 +117,7 @@ def test_demo_evaluates_judges_and_reports_with_its_old_ports_taken(home):
         praise = r'weather-on-a-budget</b> — 0/(\d+) attempts passed; <span class="doubt">'
         praise += r"the judge scored \1 failed attempts 0\.8 or higher on every dimension"
         assert re.search(praise, report), report
+        assert "Simulated users" in report  # the conversation's figures, in a table
         assert (DEMO / "config.yaml").read_bytes() == config_before
     finally:
         for run_dir in made:

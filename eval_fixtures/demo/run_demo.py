@@ -1,10 +1,11 @@
 """The bundled demo, offline and without any key: `python eval_fixtures/demo/run_demo.py`.
 
 It picks a free port for the demo agent and then *becomes* `bat eval.run` in this folder
-(the process is replaced, not wrapped): bat starts the demo agent on that port, runs 17
-tasks × 3 attempts, serves the stand-in LLM judge of eval/eval.yaml (judge-rules.json,
-on a free port of its own, while it judges), writes summary.json and metrics.json, and
-draws the charts and report.html into eval/output/.
+(the process is replaced, not wrapped): bat starts the demo agent on that port, runs 18
+tasks × 3 attempts (one a conversation with the stand-in simulated user of eval.yaml,
+user-rules.yaml, served by bat on a free port), serves the stand-in LLM judge
+(judge-rules.json, on a free port of its own, while it judges), writes summary.json and
+metrics.json, and draws the charts and report.html into eval/output/.
 
 Why exec: a wrapper killed with `kill -9` cannot stop what it started. With no wrapper,
 whatever ends the demo ends bat itself, and bat leaves nothing behind: the agent has a

@@ -181,6 +181,13 @@ def test_the_sample_evaluation_passes_against_a_fresh_scaffold(tmp_path, bat, ho
     totals = summary(run_dir, "openai_scripted")["totals"]
     k = yaml.safe_load(eval_yaml)["evaluation"]["k"]
     assert totals["passed"] == len(tasks) * k
+    # the sample conversation: the scripted user (eval/scripted-user.yaml) opens, the
+    # stand-in model asks back in its answer, the user answers that alone, then stops
+    assert "user model: scripted by bat from eval/scripted-user.yaml" in result.out
+    assert conversation(found) == [
+        ("Book a table for dinner tonight.", "completed", "For how many people?"),
+        ("4 people, please.", "completed", "Booked a table for 4 people tonight."),
+    ]
 
 
 def test_the_tools_scaffold_calls_its_tool_and_asks_back(tmp_path, bat, home):
@@ -208,6 +215,11 @@ def test_the_tools_scaffold_calls_its_tool_and_asks_back(tmp_path, bat, home):
         # the tool's own return value (the ToolMessage's content), from the TOOL span
         assert (call["name"], call["args"], call["result"]) == ("add", {"a": 2, "b": 3}, 5)
         assert episode["final_output"] == "2 plus 3 is 5."
+    # the sample conversation: here the model asks through ask_user (input-required)
+    assert conversation(found) == [
+        ("Book a table for dinner tonight.", "input-required", "For how many people?"),
+        ("4 people, please.", "completed", "Booked a table for 4 people, please."),
+    ]
     booked = [e for e in found.values() if e["task_id"] == "books-after-asking"]
     for episode in booked:
         turns = [(t["status"], t["output"]) for t in episode["trace"]["turns"]]
@@ -215,6 +227,21 @@ def test_the_tools_scaffold_calls_its_tool_and_asks_back(tmp_path, bat, home):
             ("input-required", "For how many people?"),
             ("completed", "Booked a table for 4 people, please."),
         ]
+
+
+def conversation(found: dict[str, dict]) -> list[tuple[str, str, str]]:
+    """The turns of the sample conversation (input, status, output), the same in every
+    attempt, each ended by the user's stop: the goal met."""
+    talks = [e for e in found.values() if e["task_id"] == "books-a-table-in-conversation"]
+    assert talks
+    seen = set()
+    for episode in talks:
+        record = episode["trace"]["simulated_user"]
+        assert (record["ended"], record["last_words"]) == ("goal_met", "Thank you!"), record
+        turns = episode["trace"]["turns"]
+        seen.add(tuple((t["input"], t["status"], t["output"]) for t in turns))
+    (turns,) = seen
+    return list(turns)
 
 
 def test_a_scaffold_without_its_model_key_is_named_classed_and_stopped(tmp_path, bat, home):

@@ -187,7 +187,7 @@ def test_tools_adds_a_tools_module_and_a_graph_that_uses_it(tmp_path, bat, home)
         "books-after-asking",
     ]
     shown = bat("eval.show", cwd=agent)
-    assert shown.code == 0 and "8 tasks" in shown.out, shown.out + shown.err
+    assert shown.code == 0 and "9 tasks" in shown.out, shown.out + shown.err
     # --force without --tools keeps the graph with tools: nothing differs, nothing lost
     again = bat("init.agent", "booker", "-f", "-o", str(tmp_path))
     assert again.code == 0, again.err

@@ -1,5 +1,5 @@
-"""``bat eval.init``: a commented eval.yaml, sample tasks, the stand-in model's script
-and the output folder.
+"""``bat eval.init``: a commented eval.yaml, sample tasks, the stand-in model's script,
+the scripted simulated user's and the output folder.
 
 Beside eval.yaml goes ``eval.schema.json``, the JSON Schema of the bat that wrote it;
 eval.yaml's first line points editors with the YAML language server at it.
@@ -14,8 +14,16 @@ from bat.evaluation.inputs.schemas import schema_text
 from bat.scaffold.agent import has_scaffolded_tools
 from bat.scaffold.render import render_file, templates_root, write_files
 
-FILES = ("eval/eval.yaml", "eval/input/tasks.json", "eval/scripted-model.yaml")
+FILES = (
+    "eval/eval.yaml",
+    "eval/input/tasks.json",
+    "eval/scripted-model.yaml",
+    "eval/scripted-user.yaml",
+)
 SCRIPT_FILE = FILES[2]  # the stand-in model's answers to the sample tasks
+# The simulated user of the sample conversation (eval.yaml's user: script), so that task
+# runs on a first eval.run without a key, as the stand-in model's do.
+USER_SCRIPT_FILE = FILES[3]
 # Rewritten by every eval.init (bat's own file, never edited by hand), so it is not one
 # of the FILES that make eval.init refuse without --force.
 SCHEMA_FILE = "eval/eval.schema.json"
@@ -41,6 +49,7 @@ def init_eval(root: Path, *, force: bool = False, command: str = "uv run .") -> 
         "eval/eval.yaml": render_file("eval/eval.yaml.j2", context),
         "eval/input/tasks.json": tasks,
         SCRIPT_FILE: render_file("eval/scripted-model.yaml.j2", context),
+        USER_SCRIPT_FILE: _sample_tasks("scripted-user.yaml"),
         SCHEMA_FILE: schema_text("eval.yaml"),
     }
     written = write_files(root, files)
@@ -61,5 +70,6 @@ def stand_in_provider(root: Path) -> str | None:
 
 
 def _sample_tasks(name: str) -> str:
-    """A sample dataset's text, as written (its layout is part of what it teaches)."""
+    """A sample file's text (a dataset, the user's script), as written: its layout and
+    comments are part of what it teaches."""
     return (templates_root() / "eval" / name).read_text(encoding="utf-8").rstrip() + "\n"

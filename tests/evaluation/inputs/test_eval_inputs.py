@@ -32,7 +32,7 @@ def test_init_writes_the_three_things(project):
     }
     # Only checks a fresh scaffold can pass: it has no tool, pause or remote agent.
     assert not kinds & {"tool_calls", "tool_call_order", "agent_calls"}
-    assert any(len(task["turns"]) > 1 for task in tasks)
+    assert any(len(task.get("turns", [])) > 1 for task in tasks)
     assert all(task["meta"]["teaches"] for task in tasks)
     # the stand-in model: its script answers every sample task's question
     (stand_in,) = yaml.safe_load((project / "eval/eval.yaml").read_text())["models"]
@@ -43,7 +43,18 @@ def test_init_writes_the_three_things(project):
     }
     rules = yaml.safe_load((project / "eval/scripted-model.yaml").read_text())
     for task in tasks:
-        assert any(rule["match"] in task["turns"][-1] for rule in rules), task["id"]
+        said = task["turns"][-1] if task.get("turns") else task["user"]["first_message"]
+        assert any(rule["match"] in said for rule in rules), task["id"]
+    # the sample conversation's user is scripted too: a first run needs no key
+    (talk,) = [task for task in tasks if "user" in task]
+    assert not talk.get("turns") and talk["user"]["first_message"]
+    config = yaml.safe_load((project / "eval/eval.yaml").read_text())
+    assert config["user"] == {"script": "eval/scripted-user.yaml"}
+    user_rules = yaml.safe_load((project / "eval/scripted-user.yaml").read_text())
+    assert [rule["reply"] for rule in user_rules][:2] == [
+        "4 people, please.",
+        "Thank you! ###STOP###",
+    ]
 
 
 def test_init_writes_no_stand_in_for_a_provider_the_script_does_not_speak(tmp_path, bat, home):
@@ -64,8 +75,9 @@ def test_init_refuses_to_overwrite(project, bat):
     (project / "eval/input/tasks.json").write_text("[]")
     refused = bat("eval.init", cwd=project)
     assert refused.code == 2 and "--force" in refused.err
-    assert "eval/eval.yaml, eval/input/tasks.json, eval/scripted-model.yaml already exist" in (
-        refused.err
+    assert (
+        "eval/eval.yaml, eval/input/tasks.json, eval/scripted-model.yaml, "
+        "eval/scripted-user.yaml already exist" in refused.err
     )
     assert (project / "eval/input/tasks.json").read_text() == "[]"
     assert bat("eval", "init", "-f", cwd=project).code == 0
@@ -76,7 +88,7 @@ def test_show_text_and_json(project, bat):
     text = bat("eval.show", cwd=project)
     assert text.code == 0, text.err
     for words in (
-        "5 tasks",
+        "6 tasks",
         "k = 3",
         "concurrency 8",
         "uv run .",
@@ -85,7 +97,7 @@ def test_show_text_and_json(project, bat):
     ):
         assert words in text.out
     data = json.loads(bat("eval.show", "--json", cwd=project).out)
-    assert data["dataset"]["tasks"] == 5 and data["k"] == 3 and data["concurrency"] == 8
+    assert data["dataset"]["tasks"] == 6 and data["k"] == 3 and data["concurrency"] == 8
     assert data["agent"]["started_by_bat"] is True and data["agent"]["command"] == "uv run ."
 
 
@@ -101,6 +113,7 @@ def test_models_as_strings_and_mappings(project, bat):
         "models:\n  - openai:gpt-4.1-mini\n"
         "  - {provider: openai, model: qwen, base_url: 'http://127.0.0.1:1/v1', env: {K: v}}\n"
         "judge: ollama:llama3\nevaluation:\n  qualitative: true\n"
+        "user: {script: eval/scripted-user.yaml}\n"  # the sample conversation's
     )
     data = json.loads(bat("eval.show", "--json", cwd=project).out)
     assert [m["label"] for m in data["models"]] == ["openai:gpt-4.1-mini", "openai:qwen"]
@@ -158,7 +171,10 @@ def test_missing_eval_yaml(tmp_path, bat, home):
 
 
 def test_other_eval_file_from_environment(project, bat):
-    (project / "other.yaml").write_text("evaluation:\n  k: 7\n")
+    # (the sample conversation needs a user model: the scripted one eval.init wrote)
+    (project / "other.yaml").write_text(
+        "evaluation:\n  k: 7\nuser:\n  script: eval/scripted-user.yaml\n"
+    )
     data = json.loads(
         bat("eval.show", "--json", cwd=project, env={"BAT_EVAL_FILE": "other.yaml"}).out
     )
@@ -294,7 +310,8 @@ def test_a_port_in_the_agent_config_that_is_not_one_is_said(project, bat):
 
 def test_a_model_folder_cannot_be_the_judge_cache(project, bat):
     path = project / "eval/eval.yaml"
-    path.write_text(path.read_text() + "  - {provider: x, model: y, name: judge-cache}\n")
+    entry = "models:\n  - {provider: x, model: y, name: judge-cache}\n"
+    path.write_text(path.read_text().replace("models:\n", entry, 1))
     result = bat("eval.show", cwd=project)
     assert result.code == 2 and "'judge-cache' is reserved" in result.err
 
