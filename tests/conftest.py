@@ -184,6 +184,20 @@ def home(tmp_path, monkeypatch):
     return path
 
 
+@pytest.fixture(scope="session")
+def uv_cache() -> str:
+    """The uv cache of the machine, read before any test's empty HOME (``home``) would
+    move it: the tests that install bat-adk with that empty HOME take its packages from
+    here, where the suite's other bat-adk tests put them, instead of downloading and
+    unpacking all of them again into a cache of their own (seconds of CPU each)."""
+    from tests.pythons import uv_binary
+
+    found = subprocess.run(
+        [uv_binary(), "cache", "dir"], capture_output=True, text=True, check=True
+    )
+    return found.stdout.strip()
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """A 4 MB tmpfs (root only: skipped elsewhere), unmounted afterwards."""

@@ -1,14 +1,15 @@
 """docs/tutorial.md, run as written: every command of its ``sh`` blocks, in order.
 
 Each command runs in a shell in the folder the page's ``cd`` lines lead to, with this
-test's bat first on PATH, an empty HOME and a Python 3.12 for uv (which may not
-download one here). It must end with exit status 0, or the status its ``# exits N``
-comment names; ``bat eval.view``, which serves until Ctrl-C, must serve the run and
-stop on SIGINT (on a free port instead of the page's fixed one, which something else
-may hold). The block that follows a command without a language is what the page says
-it prints: every piece of each line (between the ``…`` that stand for paths) must be
-in the command's output, spaces aside. The first block, bat's own installation, is the
-start of the README's set-up command, which CI runs itself.
+test's bat first on PATH, an empty HOME (but the machine's uv cache, as the user's own
+HOME would have: the agent's packages are not fetched and unpacked again) and a Python
+3.12 for uv (which may not download one here). It must end with exit status 0, or the
+status its ``# exits N`` comment names; ``bat eval.view``, which serves until Ctrl-C,
+must serve the run and stop on SIGINT (on a free port instead of the page's fixed one,
+which something else may hold). The block that follows a command without a language
+is what the page says it prints: every piece of each line (between the ``…`` that stand
+for paths) must be in the command's output, spaces aside. The first block, bat's own
+installation, is the start of the README's set-up command, which CI runs itself.
 """
 
 import os
@@ -23,7 +24,7 @@ import requests
 
 from tests.conftest import BAT, REPO
 from tests.evalkit import free_port, run_dirs
-from tests.pythons import find_python, python_version, uv_binary
+from tests.pythons import find_python, python_version
 
 pytestmark = pytest.mark.slow
 
@@ -57,10 +58,11 @@ def test_the_install_command_is_the_readmes():
     assert f"{install.strip()} && .venv/bin/python -m pytest" in readme
 
 
-def test_every_command_of_the_tutorial_runs_as_it_says(tmp_path, home):
+def test_every_command_of_the_tutorial_runs_as_it_says(tmp_path, home, uv_cache):
     env = {
         **os.environ,
         "HOME": str(home),
+        "UV_CACHE_DIR": uv_cache,  # the machine's, as a user's own HOME would have it
         "PATH": f"{BAT.parent}{os.pathsep}{os.environ['PATH']}",
         "UV_PYTHON": find_python(),
         "UV_PYTHON_DOWNLOADS": "never",
@@ -150,16 +152,6 @@ def serve_and_stop(command: str, cwd, env) -> str:
 
 
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
-
-
-@pytest.fixture(scope="module")
-def uv_cache() -> str:
-    """The uv cache of the machine (module-scoped: read before a test's empty HOME), so
-    the agent's packages come from where the suite's other bat-adk tests put them."""
-    found = subprocess.run(
-        [uv_binary(), "cache", "dir"], capture_output=True, text=True, check=True
-    )
-    return found.stdout.strip()
 
 
 def test_the_first_run_finds_the_agents_python_where_uv_does_not(tmp_path, home, uv_cache):

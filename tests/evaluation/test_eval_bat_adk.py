@@ -21,6 +21,15 @@ from tests.pythons import find_python, uv_binary
 
 pytestmark = pytest.mark.slow
 
+
+@pytest.fixture(autouse=True)
+def machine_uv_cache(home, uv_cache, monkeypatch):
+    """uv sync and the agent's ``uv run .`` use the machine's uv cache, not one in the
+    test's empty HOME: bat-adk's packages are linked from there, not downloaded and
+    unpacked again by every test."""
+    monkeypatch.setenv("UV_CACHE_DIR", uv_cache)
+
+
 RULES = [{"match": "What did I say first?", "reply": "You first said: {first}"}]
 TASKS = [
     {
@@ -37,7 +46,8 @@ TASKS = [
 
 
 def scaffold_and_sync(tmp_path, bat, name: str, *options: str):
-    """``bat init.agent NAME``, then ``uv sync`` of it (bat-adk from PyPI or uv's cache)."""
+    """``bat init.agent NAME``, then ``uv sync`` of it (bat-adk from the machine's uv
+    cache, or from PyPI into it)."""
     python, uv = find_python(), uv_binary()
     made = bat("init.agent", name, "-o", str(tmp_path), "--port", str(free_port()), *options)
     assert made.code == 0, made.err
