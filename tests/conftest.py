@@ -41,12 +41,28 @@ REPO = Path(__file__).resolve().parents[1]
 BAT = Path(sys.executable).with_name("bat")
 
 
+# What sys.dont_write_bytecode was before collection (pytest_sessionstart).
+_DONT_WRITE_BYTECODE = pytest.StashKey[bool]()
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Bytecode for bat and the fixtures, made once: every agent and ``bat`` process a
     test starts would otherwise compile what it imports again (the machine may set
     PYTHONDONTWRITEBYTECODE, which stops Python from keeping what it compiled)."""
     for folder in ("bat", "eval_fixtures", "tests"):
         compileall.compile_dir(REPO / folder, quiet=1, workers=1)
+    # The same for pytest's assertion rewriting of the test modules: it keeps what it
+    # rewrote (a ``-pytest-*.pyc`` beside the module's bytecode) only where Python writes
+    # bytecode, and without it every worker of every run rewrites all the test modules
+    # again, seconds of CPU each. Only while collecting: a test that imports a module of
+    # its own folder still writes nothing there.
+    session.config.stash[_DONT_WRITE_BYTECODE] = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The machine's choice about bytecode again, once the test modules are imported."""
+    sys.dont_write_bytecode = session.config.stash.get(_DONT_WRITE_BYTECODE, False)
 
 
 # What a test module uses when it builds on the Docker engine (tests/imagekit.py and
