@@ -32,6 +32,7 @@ from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_stream_response_text, new_text_message
 from a2a.types import Role, SendMessageRequest, TaskState
 
+from tests import adk_bytecode
 from tests.pythons import find_python, uv_binary
 
 pytestmark = pytest.mark.slow
@@ -253,6 +254,7 @@ def test_scaffolded_agent_answers_over_a2a_with_the_real_framework(bat, tmp_path
     )
     timings["uv sync"] = time.monotonic() - mark
     assert sync.returncode == 0, f"uv sync failed:\n{sync.stdout}\n{sync.stderr}"
+    adk_bytecode.seed(agent_dir)  # what its start would compile, compiled once (see there)
 
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps(RULES), encoding="utf-8")

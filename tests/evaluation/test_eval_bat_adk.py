@@ -16,6 +16,7 @@ import sys
 import pytest
 import yaml
 
+from tests import adk_bytecode
 from tests.evalkit import REPO, episodes, free_port, run_dirs, summary
 from tests.pythons import find_python, uv_binary
 
@@ -60,6 +61,7 @@ def scaffold_and_sync(tmp_path, bat, name: str, *options: str):
         [uv, "sync"], cwd=agent, env=env, capture_output=True, text=True, timeout=600, check=False
     )
     assert synced.returncode == 0, synced.stderr
+    adk_bytecode.seed(agent)  # what its start would compile, compiled once (see there)
     return agent, python
 
 
