@@ -35,13 +35,13 @@ IMPORTS = (
 )
 
 
-def seed(agent: Path) -> None:
-    """Put the kept bytecode into the site-packages of ``agent``'s ``.venv`` (made now if
-    none is kept for its packages)."""
-    (site,) = (agent / ".venv" / "lib").glob("python3.*/site-packages")
+def seed(venv: Path, imports: tuple[str, ...] = IMPORTS) -> None:
+    """Put the kept bytecode into the site-packages of ``venv`` (a scaffold's ``.venv``),
+    made now by importing ``imports`` there if none is kept for its packages."""
+    (site,) = (venv / "lib").glob("python3.*/site-packages")
     kept = CACHE / f"bat-adk-bytecode-{_packages_key(site)}"
     if not kept.is_dir():
-        _compile(agent, site)
+        _compile(venv, site, imports)
         _keep(site, kept)
         return
     for cache in kept.rglob("__pycache__"):
@@ -56,15 +56,15 @@ def _packages_key(site: Path) -> str:
     return hashlib.sha256("\n".join([site.parent.name, *names]).encode()).hexdigest()[:16]
 
 
-def _compile(agent: Path, site: Path) -> None:
-    """Import IMPORTS in the agent's environment, writing their bytecode (``-I``: no
-    PYTHON* variable, PYTHONDONTWRITEBYTECODE among them, and not the current folder)."""
+def _compile(venv: Path, site: Path, imports: tuple[str, ...]) -> None:
+    """Import ``imports`` in ``venv``, writing their bytecode (``-I``: no PYTHON*
+    variable, PYTHONDONTWRITEBYTECODE among them, and not the current folder)."""
     script = (
-        f"import importlib\nfor name in {IMPORTS!r}:\n"
+        f"import importlib\nfor name in {imports!r}:\n"
         "    try: importlib.import_module(name)\n    except ImportError: pass"
     )
     subprocess.run(
-        [str(agent / ".venv" / "bin" / "python"), "-I", "-c", script],
+        [str(venv / "bin" / "python"), "-I", "-c", script],
         cwd=site, capture_output=True, timeout=300, check=False,
     )  # fmt: skip
 

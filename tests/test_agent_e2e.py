@@ -254,7 +254,7 @@ def test_scaffolded_agent_answers_over_a2a_with_the_real_framework(bat, tmp_path
     )
     timings["uv sync"] = time.monotonic() - mark
     assert sync.returncode == 0, f"uv sync failed:\n{sync.stdout}\n{sync.stderr}"
-    adk_bytecode.seed(agent_dir)  # what its start would compile, compiled once (see there)
+    adk_bytecode.seed(agent_dir / ".venv")  # what its start compiles, compiled once (see there)
 
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps(RULES), encoding="utf-8")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import adk_bytecode
 from tests.pythons import find_python, uv_binary
 
 pytestmark = pytest.mark.slow
@@ -89,6 +90,8 @@ def test_wheel_and_bat_adk_share_the_bat_package(tmp_path):
     run([uv, "venv", "--python", python, venv], cwd=work, env=env)
     venv_python = venv / "bin" / "python"
     run([uv, "pip", "install", "--python", venv_python, wheel, "bat-adk"], cwd=work, env=env)
+    # the bytecode of both halves' dependencies, compiled once and kept (see there)
+    adk_bytecode.seed(venv, ("bat.agent", "bat.tasks", "bat.cli.program", "bat.scaffold.agent"))
 
     found = json.loads(run([venv_python, "-I", "-c", IMPORT_CHECK], cwd=work, env=env))
     for module in found["modules"]:

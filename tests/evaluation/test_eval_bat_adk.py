@@ -61,7 +61,7 @@ def scaffold_and_sync(tmp_path, bat, name: str, *options: str):
         [uv, "sync"], cwd=agent, env=env, capture_output=True, text=True, timeout=600, check=False
     )
     assert synced.returncode == 0, synced.stderr
-    adk_bytecode.seed(agent)  # what its start would compile, compiled once (see there)
+    adk_bytecode.seed(agent / ".venv")  # what its start would compile, compiled once (see there)
     return agent, python
 
 
