@@ -29,7 +29,7 @@ from bat.evaluation.log.episode import (
 )
 from bat.evaluation.log.scores import not_judged
 from bat.evaluation.log.summary import EpisodeRow
-from tests.logkit import NO_SECRETS
+from tests.logkit import NO_SECRETS, unsynced
 
 ALL_CHARTS = ["pass_rate", "task_heatmap", "pass_hat_k", "latency", "tokens", "judge_scores"]
 DIMENSIONS = [
@@ -172,7 +172,8 @@ def write_run(
                 judge=judge,
                 **episode_options,
             )
-            store.write_episode(model_dir, stem, episode, scrubber=NO_SECRETS)
+            with unsynced():
+                store.write_episode(model_dir, stem, episode, scrubber=NO_SECRETS)
             rows.append(metrics.row_of(episode))
     if old_format:
         write_old_results(model_dir, rows, model=model, run_id=run_id, k=k)
