@@ -1,15 +1,12 @@
 """``bat eval.run`` against real fixture agents (processes on 127.0.0.1)."""
 
 import json
-import os
 import signal
-import subprocess
 import time
 
 import pytest
 import yaml
 
-from tests.conftest import BAT
 from tests.evalkit import (
     episodes,
     free_port,
@@ -194,7 +191,7 @@ def test_hanging_agent_is_timed_out_and_stopped(tmp_path, bat, home):
     assert not port_answers(agent_url(project))
 
 
-def test_interrupt_keeps_finished_episodes_and_resume_completes(tmp_path, home):
+def test_interrupt_keeps_finished_episodes_and_resume_completes(tmp_path, bat, home):
     tasks = [
         {"id": f"t{i:02d}", "turns": [f"q{i}"], "expected": {"output_must_contain": [f"q{i}"]}}
         for i in range(30)
@@ -218,15 +215,8 @@ def test_interrupt_keeps_finished_episodes_and_resume_completes(tmp_path, home):
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
     assert not port_answers(agent_url(project))
 
-    resumed = subprocess.run(
-        [str(BAT), "eval.run", "--resume"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HOME": str(home)},
-        timeout=120,
-    )
-    assert resumed.returncode == 0, resumed.stderr
+    resumed = bat("eval.run", "--resume", cwd=project, timeout=120)  # in this process
+    assert resumed.code == 0, resumed.err
     assert run_dirs(project) == [run_dir]
     final = episodes(run_dir)
     assert len(final) == 30
