@@ -170,6 +170,18 @@ def test_simulated_users_need_a_user_model_and_an_a2a_agent(tmp_path, bat):
     _user_section(project, {"model": "m", "api_key_env": "BAT_TEST_NO_SUCH_KEY"})
     result = bat("eval.run", "--dry-run", cwd=project)
     assert result.code == 2 and "BAT_TEST_NO_SUCH_KEY" in result.err
+    path = project / "eval" / "eval.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["user"] = {"model": "m"}
+    config["evaluation"]["agent"] = {
+        "adapter": "command",
+        "options": {"command": ["/bin/echo", "{message}"], "output": "text"},
+        "workspace": {"source": "."},
+    }
+    path.write_text(yaml.safe_dump(config))
+    result = bat("eval.run", "--dry-run", cwd=project)
+    assert result.code == 2, result.err
+    assert "has a simulated user, which talks to A2A agents only" in result.err
 
 
 def test_the_user_model_sees_the_conversation_with_roles_flipped():
