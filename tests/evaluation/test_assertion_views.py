@@ -99,7 +99,7 @@ def test_the_report_counts_how_often_each_assertion_passed(run_dir):
     task = page.split('<details id="task-refund"', 1)[1].split("</details>", 1)[0]
     table = task.split('<table class="assertions">', 1)[1]
     asked, promised = table.split("<tr>")[2:]
-    assert ASKED in asked and '<span class="pass">2/2</span>' in asked
+    assert ASKED in asked and '<span class="fail">2/2</span>' in asked
     assert "1 undecided" in asked
     assert PROMISED in promised and '<span class="fail">2/3</span>' in promised
     plain = page.split('<details id="task-plain"', 1)[1].split("</details>", 1)[0]

@@ -468,7 +468,8 @@ def _assertion_counts(views: list[tuple[Run, EpisodeView]]) -> dict[str, Any] | 
         for run in runs:
             passed, decided, undecided = by_run.get(run.label, (0, 0, 0))
             shown = f"{passed}/{decided}" if decided else "–"
-            css = "" if not decided else "pass" if passed == decided else "fail"
+            # green only when every attempt passed it: an undecided one fails a verdict too
+            css = "" if not decided else "pass" if passed == decided + undecided else "fail"
             cells.append((shown, css, f"{undecided} undecided" if undecided else ""))
         rows.append({"assertion": text, "cells": cells})
     return {"runs": runs, "rows": rows}
