@@ -170,6 +170,18 @@ def test_simulated_users_need_a_user_model_and_an_a2a_agent(tmp_path, bat):
     _user_section(project, {"model": "m", "api_key_env": "BAT_TEST_NO_SUCH_KEY"})
     result = bat("eval.run", "--dry-run", cwd=project)
     assert result.code == 2 and "BAT_TEST_NO_SUCH_KEY" in result.err
+    path = project / "eval" / "eval.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["user"] = {"model": "m"}
+    config["evaluation"]["agent"] = {
+        "adapter": "command",
+        "options": {"command": ["/bin/echo", "{message}"], "output": "text"},
+        "workspace": {"source": "."},
+    }
+    path.write_text(yaml.safe_dump(config))
+    result = bat("eval.run", "--dry-run", cwd=project)
+    assert result.code == 2, result.err
+    assert "has a simulated user, which talks to A2A agents only" in result.err
 
 
 def test_the_user_model_sees_the_conversation_with_roles_flipped():
@@ -259,3 +271,23 @@ def test_a_user_model_that_misbehaves_is_its_failure_in_one_line(
     message = str(failed.value)
     assert message.startswith("the user model openai:m ") and words in message
     assert "\n" not in message
+
+
+def test_the_judge_knows_a_model_played_the_user_and_its_goal(runs):
+    """The judge's prompt of a simulated conversation marks the simulated turns and says
+    the user's instructions and how the conversation ended; a fixed-turn task's prompt
+    has none of it."""
+    from bat.evaluation.inputs.config import JudgePrompts
+    from bat.evaluation.inputs.dataset import TaskSpec
+    from bat.evaluation.judging.rubrics import build_prompt
+    from bat.evaluation.log.episode import EpisodeResult
+
+    episodes = runs[3]
+    book = EpisodeResult.model_validate(episodes["book__try1"])
+    prompt = build_prompt(book, TaskSpec.model_validate(TASKS[0]), JudgePrompts(), 12_000).user
+    assert '[turn 3] user (simulated): "4 people, please."' in prompt
+    assert "simulated user (a model played the user, from these instructions): " in prompt
+    assert "You are Ada." in prompt and "the user said its goal was met" in prompt
+    fixed = EpisodeResult.model_validate(episodes["fixed__try1"])
+    prompt = build_prompt(fixed, TaskSpec.model_validate(TASKS[2]), JudgePrompts(), 12_000).user
+    assert "simulated" not in prompt and '[turn 1] user: "my name is Bo"' in prompt
