@@ -11,6 +11,7 @@ scripted user, which runs the simulated tasks only.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -291,3 +292,27 @@ def test_the_judge_knows_a_model_played_the_user_and_its_goal(runs):
     fixed = EpisodeResult.model_validate(episodes["fixed__try1"])
     prompt = build_prompt(fixed, TaskSpec.model_validate(TASKS[2]), JudgePrompts(), 12_000).user
     assert "simulated" not in prompt and '[turn 1] user: "my name is Bo"' in prompt
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (lambda path: None, "No such file or directory"),
+        (lambda path: os.mkfifo(path), "not a regular file"),
+        (lambda path: path.mkdir(), "a directory, not a model script"),
+        (lambda path: path.symlink_to("/dev/zero"), "not a regular file"),
+        (lambda path: path.write_text("- match: x\n  replay: y\n"), "unknown key(s) ['replay']"),
+        (lambda path: path.write_text("[" * 5000), "user.script"),
+        (lambda path: path.write_text("- reply: " + "x" * 11_000_000), "user.script"),
+    ],
+    ids=["missing", "fifo", "folder", "device-link", "typo", "nested", "huge"],
+)
+def test_a_bad_user_script_is_one_line_before_anything_runs(tmp_path, bat, make, words):
+    project = make_project(tmp_path, TASKS[:1], start=False)
+    make(project / "user.yaml")
+    _user_section(project, {"script": "user.yaml"})
+    result = bat("eval.show", cwd=project, timeout=20)
+    assert result.code == 2, result.err
+    assert "user.script: user.yaml: " in result.err and words in result.err
+    assert "Traceback" not in result.err
+    assert not (project / "eval" / "output").exists()
