@@ -316,3 +316,24 @@ def test_a_bad_user_script_is_one_line_before_anything_runs(tmp_path, bat, make,
     assert "user.script: user.yaml: " in result.err and words in result.err
     assert "Traceback" not in result.err
     assert not (project / "eval" / "output").exists()
+
+
+def test_a_served_script_never_takes_the_agents_port():
+    """bat serves the stand-in model and the simulated user before it starts the agent,
+    whose port is free until then: a port of the kernel's choosing that is the agent's
+    is refused, and another one taken (CI once saw the agent fail to bind its port)."""
+    from bat.evaluation.run.scripted_model import _listen_avoiding
+
+    asked: list[int] = []
+
+    class FirstTwo:
+        def __contains__(self, port: object) -> bool:
+            asked.append(port)
+            return len(asked) <= 2
+
+    sock = _listen_avoiding(FirstTwo())
+    try:
+        assert len(asked) == 3 and sock.getsockname()[1] == asked[-1]
+        assert len(set(asked)) == 3  # the refused ones were held, so none came back
+    finally:
+        sock.close()
