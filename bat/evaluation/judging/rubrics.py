@@ -273,6 +273,7 @@ class _Call:
 @dataclass
 class _Turn:
     user: str
+    who: str = "user"  # "user (simulated)": written by a simulated user's model
     status: str | None = None  # the agent's status and reply, for every turn but the last
     reply: str | None = None
 
@@ -299,6 +300,9 @@ class _View:
     # only, never sent to the agent.
     instruction: str | None = None
     evidence: list[tuple[str, str]] = field(default_factory=list)
+    # A simulated user's part (its instructions, how it ended the conversation): the
+    # judge of such an episode knows the user's goal, and that a model played the user.
+    simulated: str | None = None
     # The task's natural-language assertions (``expected.assertions``), never cut: a cut
     # assertion would be another assertion.
     assertions: list[str] = field(default_factory=list)
@@ -312,6 +316,8 @@ class _View:
         turns = []
         for index, text in enumerate(inputs):
             turn = _Turn(user=text)
+            if index < len(records) and records[index].author == "simulated_user":
+                turn.who = "user (simulated)"
             if index < len(inputs) - 1 and index < len(records):
                 turn.status, turn.reply = records[index].status, records[index].output
             turns.append(turn)
@@ -328,6 +334,7 @@ class _View:
             calls=calls,
             agent_calls=[c.name for c in episode.trace.agent_calls],
             numbers=list(range(1, len(calls) + 1)),
+            simulated=_simulated_user_part(episode, task),
             **_workspace_parts(episode),
             **_task_parts(task),
         )
@@ -345,11 +352,12 @@ class _View:
             "## Task",
             f"id: {_literal(self.task_id)}",
             f"expected outcome: {outcome}",
+            *([self.simulated] if self.simulated else []),
             "",
             f"## Conversation ({len(self.turns)} user turn(s))",
         ]
         for number, turn in enumerate(self.turns, 1):
-            lines.append(f"[turn {number}] user: {_literal(turn.user)}")
+            lines.append(f"[turn {number}] {turn.who}: {_literal(turn.user)}")
             if turn.reply is not None:
                 lines.append(f"[turn {number}] agent ({turn.status}): {_literal(turn.reply)}")
         lines += ["", "## Final status", self.status, "", "## Final output of the agent"]
@@ -478,6 +486,31 @@ def _workspace_parts(episode: EpisodeResult) -> dict[str, Any]:
         )
     ]
     return {"changes": _literal("; ".join(listed)), "diff": space.git_diff}
+
+
+SIMULATED_GOAL_CHARS = 2000  # of a simulated user's instructions shown to the judge
+_ENDINGS = {
+    "goal_met": "the user said its goal was met",
+    "stopped_unmet": "the user said its goal could not be met",
+    "max_turns": "it reached the task's limit of user turns",
+    "agent_ended": "the agent's turn failed",
+}
+
+
+def _simulated_user_part(episode: EpisodeResult, task: TaskSpec | None) -> str | None:
+    """The line that tells the judge a model played the user, with what goal, and how the
+    conversation ended; None for a task of fixed turns (its prompt is as it was)."""
+    record = episode.trace.simulated_user
+    if record is None:
+        return None
+    goal = task.user.instructions if task is not None and task.user is not None else ""
+    if len(goal) > SIMULATED_GOAL_CHARS:
+        goal = goal[:SIMULATED_GOAL_CHARS] + " [...]"
+    ended = _ENDINGS.get(record.ended or "", "it was cut short")
+    return (
+        f"simulated user (a model played the user, from these instructions): "
+        f"{_literal(goal)}; the conversation ended because {ended}"
+    )
 
 
 def _task_parts(task: TaskSpec | None) -> dict[str, Any]:

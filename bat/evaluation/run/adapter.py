@@ -31,7 +31,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bat.errors import OperationError
@@ -110,19 +110,17 @@ class _Episode:
     """One conversation as it goes: its trace, the last turn, and how it stands."""
 
     context_id: str
-    trace: EpisodeTrace = None  # type: ignore[assignment]  # made in __post_init__
-    started: float = 0.0
+    trace: EpisodeTrace = field(init=False)
+    started: float = field(default_factory=time.perf_counter)
     previous: Turn | None = None
     status: str = "working"
     output: str = ""
     infra: InfraError | None = None
     agent_error: AgentError | None = None
-    artifacts: dict[str, list[Piece]] = None  # type: ignore[assignment]  # every artifact so far
+    artifacts: dict[str, list[Piece]] = field(default_factory=dict)  # every artifact so far
 
     def __post_init__(self) -> None:
         self.trace = EpisodeTrace(context_id=self.context_id)
-        self.started = time.perf_counter()
-        self.artifacts = {}
 
     @property
     def over(self) -> bool:

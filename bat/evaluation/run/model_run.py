@@ -128,7 +128,7 @@ def scripted_model(
         )
     from bat.evaluation.run.scripted_model import serving
 
-    with serving(resolved.base / model.script) as address:
+    with serving(resolved.base / model.script, avoid={resolved.agent_port}) as address:
         base_url = f"{address}/v1" if model.provider == "openai" else address
         # A client refuses to start without its key; an Anthropic client adds /v1 itself.
         keys = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}

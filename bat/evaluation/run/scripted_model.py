@@ -40,7 +40,7 @@ import sys
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Container, Iterator
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
@@ -353,7 +353,9 @@ READY_TIMEOUT_S = 30.0
 
 
 @contextlib.contextmanager
-def serving(rules_path: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> Iterator[str]:
+def serving(
+    rules_path: Path, *, ready_timeout_s: float = READY_TIMEOUT_S, avoid: Container[int] = ()
+) -> Iterator[str]:
     """Serve the rules of ``rules_path`` on a free port of 127.0.0.1 in a child process,
     for as long as the block runs; yields the server's address.
 
@@ -363,8 +365,13 @@ def serving(rules_path: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> It
     binds the socket and hands it over, so the address is known before the child starts;
     the block begins once the child serves. The child reads the rules again (they were
     checked with eval.yaml) and ends when bat closes its standard input, or dies.
+
+    ``avoid``: ports the server must not take, though free now. The agent's port is free
+    until bat starts the agent, after its stand-in model and simulated user are served;
+    a free port of the kernel's choosing may be that very one (it was, in CI: the agent
+    then could not bind it).
     """
-    sock = listen(0)
+    sock = _listen_avoiding(avoid)
     address = f"http://{HOST}:{sock.getsockname()[1]}"
     lifeline, keep = os.pipe()
     command = [sys.executable, "-P", "-m", "bat.evaluation.run.scripted_model"]
@@ -401,6 +408,21 @@ def serving(rules_path: Path, *, ready_timeout_s: float = READY_TIMEOUT_S) -> It
             proc.kill()
             proc.wait()
         output.close()
+
+
+def _listen_avoiding(avoid: Container[int]) -> socket.socket:
+    """A listening socket on a free port of 127.0.0.1 that is not in ``avoid``; the
+    ports refused are held until then, so the kernel cannot offer them again."""
+    held: list[socket.socket] = []
+    try:
+        sock = listen(0)
+        while sock.getsockname()[1] in avoid and len(held) < 16:
+            held.append(sock)
+            sock = listen(0)
+        return sock
+    finally:
+        for refused in held:
+            refused.close()
 
 
 class _Output:

@@ -194,7 +194,7 @@ def user_model(
             path = resolved.base / spec.script
             if not path.is_file():  # checked with eval.yaml; gone since
                 raise InputError(f"{resolved.file}: user.script: {spec.script}: no such file")
-            address = stack.enter_context(serving(path))
+            address = stack.enter_context(serving(path, avoid={resolved.agent_port}))
             base_url = f"{address}/v1" if spec.provider == "openai" else address
             say(f"user model: scripted by bat from {spec.script} at {base_url}")
             spec = spec.model_copy(update={"base_url": base_url})

@@ -11,6 +11,7 @@ scripted user, which runs the simulated tasks only.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -170,6 +171,18 @@ def test_simulated_users_need_a_user_model_and_an_a2a_agent(tmp_path, bat):
     _user_section(project, {"model": "m", "api_key_env": "BAT_TEST_NO_SUCH_KEY"})
     result = bat("eval.run", "--dry-run", cwd=project)
     assert result.code == 2 and "BAT_TEST_NO_SUCH_KEY" in result.err
+    path = project / "eval" / "eval.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["user"] = {"model": "m"}
+    config["evaluation"]["agent"] = {
+        "adapter": "command",
+        "options": {"command": ["/bin/echo", "{message}"], "output": "text"},
+        "workspace": {"source": "."},
+    }
+    path.write_text(yaml.safe_dump(config))
+    result = bat("eval.run", "--dry-run", cwd=project)
+    assert result.code == 2, result.err
+    assert "has a simulated user, which talks to A2A agents only" in result.err
 
 
 def test_the_user_model_sees_the_conversation_with_roles_flipped():
@@ -259,3 +272,68 @@ def test_a_user_model_that_misbehaves_is_its_failure_in_one_line(
     message = str(failed.value)
     assert message.startswith("the user model openai:m ") and words in message
     assert "\n" not in message
+
+
+def test_the_judge_knows_a_model_played_the_user_and_its_goal(runs):
+    """The judge's prompt of a simulated conversation marks the simulated turns and says
+    the user's instructions and how the conversation ended; a fixed-turn task's prompt
+    has none of it."""
+    from bat.evaluation.inputs.config import JudgePrompts
+    from bat.evaluation.inputs.dataset import TaskSpec
+    from bat.evaluation.judging.rubrics import build_prompt
+    from bat.evaluation.log.episode import EpisodeResult
+
+    episodes = runs[3]
+    book = EpisodeResult.model_validate(episodes["book__try1"])
+    prompt = build_prompt(book, TaskSpec.model_validate(TASKS[0]), JudgePrompts(), 12_000).user
+    assert '[turn 3] user (simulated): "4 people, please."' in prompt
+    assert "simulated user (a model played the user, from these instructions): " in prompt
+    assert "You are Ada." in prompt and "the user said its goal was met" in prompt
+    fixed = EpisodeResult.model_validate(episodes["fixed__try1"])
+    prompt = build_prompt(fixed, TaskSpec.model_validate(TASKS[2]), JudgePrompts(), 12_000).user
+    assert "simulated" not in prompt and '[turn 1] user: "my name is Bo"' in prompt
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (lambda path: None, "No such file or directory"),
+        (lambda path: os.mkfifo(path), "not a regular file"),
+        (lambda path: path.mkdir(), "a directory, not a model script"),
+        (lambda path: path.symlink_to("/dev/zero"), "not a regular file"),
+        (lambda path: path.write_text("- match: x\n  replay: y\n"), "unknown key(s) ['replay']"),
+        (lambda path: path.write_text("[" * 5000), "user.script"),
+        (lambda path: path.write_text("- reply: " + "x" * 11_000_000), "user.script"),
+    ],
+    ids=["missing", "fifo", "folder", "device-link", "typo", "nested", "huge"],
+)
+def test_a_bad_user_script_is_one_line_before_anything_runs(tmp_path, bat, make, words):
+    project = make_project(tmp_path, TASKS[:1], start=False)
+    make(project / "user.yaml")
+    _user_section(project, {"script": "user.yaml"})
+    result = bat("eval.show", cwd=project, timeout=20)
+    assert result.code == 2, result.err
+    assert "user.script: user.yaml: " in result.err and words in result.err
+    assert "Traceback" not in result.err
+    assert not (project / "eval" / "output").exists()
+
+
+def test_a_served_script_never_takes_the_agents_port():
+    """bat serves the stand-in model and the simulated user before it starts the agent,
+    whose port is free until then: a port of the kernel's choosing that is the agent's
+    is refused, and another one taken (CI once saw the agent fail to bind its port)."""
+    from bat.evaluation.run.scripted_model import _listen_avoiding
+
+    asked: list[int] = []
+
+    class FirstTwo:
+        def __contains__(self, port: object) -> bool:
+            asked.append(port)
+            return len(asked) <= 2
+
+    sock = _listen_avoiding(FirstTwo())
+    try:
+        assert len(asked) == 3 and sock.getsockname()[1] == asked[-1]
+        assert len(set(asked)) == 3  # the refused ones were held, so none came back
+    finally:
+        sock.close()

@@ -4,7 +4,8 @@ A headline (run id and status), the gates when the run folder has ``gates.json``
 table row per model (passed/attempts, pass rate with its 95 % interval, pass@k, pass^k,
 infrastructure failures, agent errors), a "Simulated users" table when a model had
 conversations with a simulated user (pass^k over them, turns, how they ended, the user
-model's tokens), and the failed tasks with the first reason.
+model's tokens), the failed tasks with the first reason, and the natural-language
+assertions of those tasks that the judges did not find true (failed or undecided).
 Table cells are escaped: ``|`` and ``<`` cannot break the table or open HTML, and
 newlines are folded. When ``$GITHUB_STEP_SUMMARY`` is set (a GitHub Actions step), the
 file is also appended to it (:func:`bat.evaluation.present.export.append_step_summary`).
@@ -77,6 +78,7 @@ def render(run: RunData) -> str:
             *failed,
             "",
         ]
+        lines += _failing_assertions(run)
     else:
         lines += ["Every task passed every attempt." if run.models else "", ""]
     if run.unreadable:
@@ -142,3 +144,42 @@ def _failed_tasks(run: RunData) -> list[str]:
                 f"| {cell(reason)} |"
             )
     return lines
+
+
+def _failing_assertions(run: RunData) -> list[str]:
+    """A row per assertion of a failed task that some attempt did not pass (failed, or
+    no judge decided it): the reader of a pull request sees which statement broke."""
+    lines = []
+    for model in run.models:
+        for task in model.tasks:
+            if task.passed == task.attempts:
+                continue
+            tally: dict[str, dict[str, Any]] = {}  # assertion -> counts and first reason
+            for row in model.task_rows(task.task_id):
+                episode = model.episode(row)
+                scores = episode.scores if episode else None
+                for item in scores.assertions if scores else []:
+                    found = tally.setdefault(
+                        item.assertion, {"of": 0, "failed": 0, "undecided": 0, "why": ""}
+                    )
+                    found["of"] += 1
+                    if item.passed is True:
+                        continue
+                    found["failed" if item.passed is False else "undecided"] += 1
+                    if not found["why"]:
+                        found["why"] = f"attempt {row.attempt}: {item.reason}"
+            for text, found in tally.items():
+                missed = [
+                    f"{found[word]}/{found['of']} {word}"
+                    for word in ("failed", "undecided")
+                    if found[word]
+                ]
+                if missed:
+                    lines.append(
+                        f"| {cell(model.label)} | {cell(task.task_id)} | {cell(text)} "
+                        f"| {', '.join(missed)} | {cell(found['why'])} |"
+                    )
+    if not lines:
+        return []
+    head = ["### Failing assertions", "", "| Model | Task | Assertion | Attempts | First reason |"]
+    return [*head, "| --- | --- | --- | --- | --- |", *lines, ""]

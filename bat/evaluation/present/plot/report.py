@@ -69,6 +69,8 @@ class EpisodeView:
     lowest_score: float | None = None  # the lowest judge score of any dimension
     href: str | None = None
     conversation: str = ""  # a simulated user's: how it ended, in how many user turns
+    # the task's natural-language assertions as the judges decided them: (text, passed)
+    assertions: list[tuple[str, bool | None]] = field(default_factory=list)
 
     @property
     def doubted(self) -> bool:
@@ -385,6 +387,8 @@ def _fill_from_file(view: EpisodeView, episode: EpisodeResult) -> None:
     view.output = output
     view.judge = _judge_lines(episode.scores)
     view.lowest_score = _lowest_score(episode.scores)
+    if episode.scores is not None:
+        view.assertions = [(item.assertion, item.passed) for item in episode.scores.assertions]
     user = episode.trace.simulated_user
     if user is not None:
         ended = (user.ended or "cut short").replace("_", " ")
@@ -435,9 +439,40 @@ def _episodes_by_task(
             "doubted": sum(view.doubted for _, view in views),
             "praised": sum(view.praised for _, view in views),
             "views": views,
+            "assertions": _assertion_counts(views),
         }
         for task_id, views in by_task.items()
     ]
+
+
+def _assertion_counts(views: list[tuple[Run, EpisodeView]]) -> dict[str, Any] | None:
+    """How often each assertion of the task passed over the attempts that decided it, per
+    run ("2/3": a reader sees which assertion fails, not only that the task did); None
+    when no attempt has one. An assertion is known by its words, so a run of an edited
+    tasks.json gets a row of its own; an attempt no judge decided is counted apart."""
+    runs: list[Run] = []
+    counts: dict[str, dict[str, list[int]]] = {}  # assertion -> run label -> [pass, of, undecided]
+    for run, view in views:
+        if view.assertions and run not in runs:
+            runs.append(run)
+        for text, passed in view.assertions:
+            tally = counts.setdefault(text, {}).setdefault(run.label, [0, 0, 0])
+            tally[0] += passed is True
+            tally[1] += passed is not None
+            tally[2] += passed is None
+    if not counts:
+        return None
+    rows = []
+    for text, by_run in counts.items():
+        cells = []
+        for run in runs:
+            passed, decided, undecided = by_run.get(run.label, (0, 0, 0))
+            shown = f"{passed}/{decided}" if decided else "–"
+            # green only when every attempt passed it: an undecided one fails a verdict too
+            css = "" if not decided else "pass" if passed == decided + undecided else "fail"
+            cells.append((shown, css, f"{undecided} undecided" if undecided else ""))
+        rows.append({"assertion": text, "cells": cells})
+    return {"runs": runs, "rows": rows}
 
 
 # --- tables -------------------------------------------------------------------------------

@@ -394,6 +394,14 @@ class EpisodeView:
     outcome_text: str = OUTCOMES["unreadable"]
     problem: str | None = None
     dimensions: list[dict[str, Any]] = field(default_factory=list)
+    # The task's natural-language assertions as the judges decided them (empty: none).
+    assertions: list[dict[str, Any]] = field(default_factory=list)
+    several_judges: bool = False  # an assertion was put to more than one judge
+    assertions_in_verdict: bool = False  # they are checks of the verdict too (assertion:N)
+
+
+# An assertion's decision as the page words it, and the class that colours it.
+DECISIONS = {True: ("pass", "passed"), False: ("fail", "failed"), None: ("undecided", "undecided")}
 
 
 def episode_page(run_dir: Path, model: str, path: Path) -> EpisodeView:
@@ -417,6 +425,23 @@ def episode_page(run_dir: Path, model: str, path: Path) -> EpisodeView:
                 "disagreement": value.disagreement,
             }
         )
+    for index, item in enumerate(episode.scores.assertions if episode.scores else []):
+        css, word = DECISIONS[item.passed]
+        view.assertions.append(
+            {
+                "index": index,
+                "assertion": item.assertion,
+                "css": css,
+                "word": word,
+                "reason": item.reason,
+                "per_judge": [
+                    (judge, DECISIONS[said][1]) for judge, said in item.per_judge.items()
+                ],
+            }
+        )
+        view.several_judges |= len(item.per_judge) > 1
+    checks = episode.verdict.checks if episode.verdict else []
+    view.assertions_in_verdict = any(c.name.startswith("assertion:") for c in checks)
     return view
 
 
