@@ -357,12 +357,7 @@ def row_conversation(episode: EpisodeResult) -> RowConversation | None:
         turns=user.turns,
         simulated_turns=user.simulated_turns,
         max_turns=user.max_turns,
-        user_tokens=UserTokens(
-            prompt_tokens=user.usage.prompt_tokens,
-            completion_tokens=user.usage.completion_tokens,
-            total_tokens=user.usage.total_tokens,
-            model_calls=user.usage.model_calls,
-        ),
+        user_tokens=UserTokens(**user.usage.model_dump()),
     )
 
 
@@ -418,10 +413,7 @@ def conversation_figures(rows: list[EpisodeRow], k: int) -> ConversationFigures 
         ended=ended,
         ended_rate={end: _round(n / count) if count else None for end, n in ended.items()},
         user_tokens=UserTokens(
-            prompt_tokens=sum(t.prompt_tokens for t in spent),
-            completion_tokens=sum(t.completion_tokens for t in spent),
-            total_tokens=sum(t.total_tokens for t in spent),
-            model_calls=sum(t.model_calls for t in spent),
+            **{name: sum(getattr(t, name) for t in spent) for name in UserTokens.model_fields}
         ),
     )
 
