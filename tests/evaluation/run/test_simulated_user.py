@@ -229,46 +229,56 @@ def test_any_reply_reads_as_a_message_or_an_end(before, signal, after):
         assert text == (before + after).strip()
 
 
-@pytest.mark.parametrize(
-    ("rule", "words"),
-    [
-        ({"match": "waiting", "body": "<html>busy</html>"}, "answer is not JSON"),
-        ({"match": "waiting", "status": 400}, "HTTP 400"),
-        ({"match": "waiting", "reply": "  "}, "wrote an empty message"),
-        ({"match": "waiting", "reply": "x" * 50_001}, "wrote a message of 50,001 characters"),
-        ({"match": "waiting", "body": "y" * 5000}, "answer is over 4,096 bytes"),
-    ],
-)
-def test_a_user_model_that_misbehaves_is_its_failure_in_one_line(
-    tmp_path, monkeypatch, rule, words
-):
+# One misbehaving model server for the cases below: each case's rule is chosen by a
+# marker in the user's instructions, which the user model's system prompt holds.
+MISBEHAVING = [
+    ({"body": "<html>busy</html>"}, "answer is not JSON"),
+    ({"status": 400}, "HTTP 400"),
+    ({"reply": "  "}, "wrote an empty message"),
+    ({"reply": "x" * 50_001}, "wrote a message of 50,001 characters"),
+    ({"body": "y" * 5000}, "answer is over 4,096 bytes"),
+]
+
+
+@pytest.fixture(scope="module")
+def misbehaving(tmp_path_factory):
+    """The test model server (eval_fixtures.model_server), one rule per case."""
+    from tests.evalkit import start_model_server
+
+    rules = [
+        {"match": f"case-{index}-end", "scope": "prompt", **rule}
+        for index, (rule, _) in enumerate(MISBEHAVING)
+    ]
+    path = tmp_path_factory.mktemp("misbehaving") / "rules.json"
+    path.write_text(json.dumps(rules))
+    server, base_url = start_model_server(path)
+    yield base_url
+    server.terminate()
+    server.wait()
+
+
+@pytest.mark.parametrize("case", range(len(MISBEHAVING)))
+def test_a_user_model_that_misbehaves_is_its_failure_in_one_line(misbehaving, monkeypatch, case):
     """Malformed, refusing, empty and oversized answers of a real HTTP server:
     UserModelFailed, whose one line the episode's infrastructure failure quotes. (The
     answer's size limit is lowered to 4 KB here: 16 MB of test data is no better test.)"""
     import asyncio
 
+    from bat.evaluation.inputs.config import UserModelSpec
     from bat.evaluation.run import chat_client as client
+    from bat.evaluation.run.simulated_user import UserModel, UserModelFailed
 
+    rule, words = MISBEHAVING[case]
     if "body" in rule:
         monkeypatch.setattr(client, "MAX_ANSWER_BYTES", 4096)
-
-    from bat.evaluation.inputs.config import UserModelSpec
-    from bat.evaluation.run.simulated_user import UserModel, UserModelFailed
-    from tests.evalkit import start_model_server
-
-    (tmp_path / "rules.json").write_text(json.dumps([rule]))
-    server, base_url = start_model_server(tmp_path / "rules.json")
+    spec = UserModelSpec(model="m", base_url=f"{misbehaving}/v1", max_retries=0)
+    model = UserModel(spec, None, spec.shown)
+    user = SimulatedUser(instructions=f"case-{case}-end")
     try:
-        spec = UserModelSpec(model="m", base_url=f"{base_url}/v1", max_retries=0)
-        model = UserModel(spec, None, spec.shown)
-        try:
-            with pytest.raises(UserModelFailed) as failed:
-                asyncio.run(model.next_message(SimulatedUser(instructions="x"), []))
-        finally:
-            model.close()
+        with pytest.raises(UserModelFailed) as failed:
+            asyncio.run(model.next_message(user, []))
     finally:
-        server.terminate()
-        server.wait()
+        model.close()
     message = str(failed.value)
     assert message.startswith("the user model openai:m ") and words in message
     assert "\n" not in message
