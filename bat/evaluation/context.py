@@ -66,6 +66,7 @@ class RunContext:
     summaries: dict[Path, tuple[tuple, Summary]] = field(default_factory=dict)
     infra: dict[Path, tuple[str, set[tuple[str, int]]]] = field(default_factory=dict)
     image: str | None = None  # eval.run --image: the agent's image, over eval.yaml's
+    team_prices: Any = None  # bat.yaml's eval.prices (inputs.prices.Prices), under eval.yaml's
     _extra_secrets: list[str] = field(default_factory=list)
     _given: ResolvedConfig | None = None
 
@@ -113,6 +114,14 @@ class RunContext:
         """The environment the judges read their keys from: the shell over the agent's
         ``.env`` (read once, with eval.yaml; the shell wins, as for any program)."""
         return self.resolved.environment
+
+    @cached_property
+    def prices(self) -> Any:
+        """The run's :class:`bat.evaluation.cost.PriceBook`: eval.yaml's ``prices:`` over
+        bat.yaml's over genai-prices'; an unpriced model is warned of once."""
+        from bat.evaluation.cost import PriceBook
+
+        return PriceBook(self.resolved.config.prices, self.team_prices, say=self.warn)
 
     # -- secrets -------------------------------------------------------------------
 

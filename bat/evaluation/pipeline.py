@@ -123,6 +123,7 @@ def run_evaluation(
             say(f"{len(checked.dataset.tasks)} of {total} tasks chosen by {selection.flags()}")
         if shard is not None:
             say(f"slice {shard} of the run's episodes (bat eval.merge puts the slices together)")
+    ctx.prices.look_up_all(resolved)  # each unpriced model said once, before any episode
     write_card(run_dir, resolved, checked.dataset, scrubber)  # a resumed run keeps its card
     ctx.run_dir = run_dir
     say(f"run {run_dir}")
@@ -210,6 +211,7 @@ def _evaluate_model(
             scrubber=ctx.scrubber,
             infra=ctx.infra,
             python=checked.agent_python,
+            prices=ctx.prices,
         )
     except BatError as exc:
         several = record.replicas is not None and record.replicas > 1
@@ -353,6 +355,7 @@ def judge_stage(ctx: RunContext, run_dir: Path, *, say: Say = print) -> None:
         scrubber=ctx.scrubber,
         base=resolved.base,  # a judge's script: is relative to eval.yaml
         only=only,
+        prices=ctx.prices,
     )
     if result.judged and result.errors == result.judged:
         say(f"warning: every judgement failed; the first error: {result.first_error}")

@@ -36,7 +36,14 @@ Definitions, one of each:
   ``ended_rate`` over the conversations; ``user_tokens``, what the user model spent over
   every episode of those tasks (an infrastructure failure spent them too), never added
   to the agent's tokens.
-* Figures are rounded to 4 decimals (times in seconds: a tenth of a millisecond).
+* **Cost** (``cost``, present when the episodes have one: :mod:`bat.evaluation.cost`)
+  adds each episode's priced parts, the agent's, the simulated user's and the judges'
+  apart; every episode counts, infrastructure failures too (their tokens were spent).
+  ``per_episode`` is over the episodes with a cost; ``per_pass`` is the total over the
+  passed attempts. A part with no price is left out of every sum and the episode
+  counted in ``unpriced_episodes``: such a total is a lower bound.
+* Figures are rounded to 4 decimals (times in seconds: a tenth of a millisecond); costs
+  to 10 (a cheap model's episode costs millionths of a dollar).
 """
 
 from __future__ import annotations
@@ -50,12 +57,15 @@ from bat.evaluation.log.outcome import episode_outcome, row_outcome
 from bat.evaluation.log.scores import was_not_judged
 from bat.evaluation.log.summary import (
     ConversationFigures,
+    CostFigures,
+    CostPerEpisode,
     Distribution,
     EpisodeRow,
     JudgeStats,
     Metrics,
     MetricsSummary,
     RowConversation,
+    RowCost,
     RowTime,
     RowTokens,
     RowVerdict,
@@ -138,6 +148,7 @@ def row_of(episode: EpisodeResult) -> EpisodeRow:
         judge_error=scores.error if scores else None,
         cold=episode.cold,
         conversation=row_conversation(episode),
+        cost=row_cost(episode),
         **outcome.row_fields(),
     )
 
@@ -163,6 +174,7 @@ def summarize(
     judge = _judge_stats(rows)
     totals = _totals(rows, tasks, judge)
     conversation = conversation_figures(rows, k)
+    cost = cost_figures(rows)
     summary = Summary(
         run_name=run_name,
         timestamp_utc=timestamp_utc,
@@ -175,9 +187,11 @@ def summarize(
         run_id=run_id,
         totals=totals,
         conversation=conversation,
+        cost=cost,
     )
     stats = _episode_stats(rows, k, totals)
     stats.conversation = conversation
+    stats.cost = cost
     metrics = Metrics(model=model, run_id=run_id, per_episode=rows, summary=stats)
     return summary, metrics
 
@@ -233,6 +247,7 @@ def _task_summary(task_id: str, rows: list[EpisodeRow], k: int) -> TaskSummary:
         pass_hat={str(j): _round(pass_hat_k(judged, passed, j)) for j in range(1, judged + 1)},
         judge={name: stats.mean for name, stats in judge.items()} if judge else None,
         conversation=conversation_figures(rows, k),
+        cost=cost_figures(rows),
     )
 
 
@@ -416,6 +431,54 @@ def conversation_figures(rows: list[EpisodeRow], k: int) -> ConversationFigures 
             **{name: sum(getattr(t, name) for t in spent) for name in UserTokens.model_fields}
         ),
     )
+
+
+# --- cost ---------------------------------------------------------------------------------
+def row_cost(episode: EpisodeResult) -> RowCost | None:
+    """What an episode's row keeps of its cost (None: written without one)."""
+    cost = episode.cost
+    if cost is None:
+        return None
+    return RowCost(
+        currency=cost.currency,
+        total=cost.total,
+        agent=cost.agent,
+        user=cost.user,
+        judge=cost.judge,
+        unpriced=list(cost.unpriced),
+    )
+
+
+def cost_figures(rows: list[EpisodeRow]) -> CostFigures | None:
+    """The cost of the rows' episodes; None when none has a cost (the key is then left
+    out of the files: an older bat's run keeps its bytes)."""
+    costed = [row.cost for row in rows if row.cost is not None]
+    if not costed:
+        return None
+    totals = [cost.total for cost in costed]
+    total = sum(totals)
+    passed = sum(row.success for row in rows if row.cost is not None)
+    return CostFigures(
+        currency=costed[0].currency,
+        total=_money(total),
+        agent=_money(sum(cost.agent or 0.0 for cost in costed)),
+        judge=_money(sum(cost.judge or 0.0 for cost in costed)),
+        user=_money(sum(cost.user or 0.0 for cost in costed)),
+        episodes=len(costed),
+        unpriced_episodes=sum(bool(cost.unpriced) for cost in costed),
+        unpriced=sorted({name for cost in costed for name in cost.unpriced}),
+        per_episode=CostPerEpisode(
+            mean=_money(total / len(costed)),
+            p50=_money(percentile(totals, 50)),
+            p90=_money(percentile(totals, 90)),
+            max=_money(max(totals)),
+        ),
+        per_pass=_money(total / passed) if passed else None,
+    )
+
+
+def _money(value: float | None) -> float | None:
+    return None if value is None else round(value, 10)
 
 
 def distribution(values: list[float]) -> Distribution:

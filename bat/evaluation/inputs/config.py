@@ -47,6 +47,7 @@ from pydantic import (
 from bat.errors import InputError, UsageError
 from bat.evaluation.inputs.compat import COMPAT_HINT, COMPAT_LINE, UnknownKeys
 from bat.evaluation.inputs.gate_specs import GateSpec
+from bat.evaluation.inputs.prices import Prices
 from bat.evaluation.inputs.variables import UnsetVariable, expand
 from bat.evaluation.log import layout
 from bat.figures import counted
@@ -616,6 +617,7 @@ class EvalConfig(_Strict):
     judge: list[JudgeSpec] = Field(default_factory=list)  # ``judge:`` holds one or several
     user: Annotated[UserModelSpec, Block] | None = None  # plays the tasks' simulated users
     gates: list[GateSpec] = Field(default_factory=list)  # what a release must meet
+    prices: Prices = Field(default_factory=Prices)  # model -> price (bat.evaluation.cost)
 
     @property
     def judges(self) -> list[JudgeSpec]:

@@ -30,6 +30,7 @@ from typing import Any
 
 from bat import secrets
 from bat.errors import InputError, OperationError
+from bat.evaluation.cost import PriceBook, with_judges
 from bat.evaluation.inputs.config import JudgeSpec, api_key
 from bat.evaluation.inputs.dataset import TaskSpec
 from bat.evaluation.judging.assertions import Decision, decisions
@@ -41,7 +42,7 @@ from bat.evaluation.judging.scores import Outcome, combine
 from bat.evaluation.judging.scripted import scripted_judges
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
-from bat.evaluation.log.episode import EpisodeResult
+from bat.evaluation.log.episode import EpisodeCost, EpisodeResult
 from bat.evaluation.log.outcome import episode_outcome
 from bat.evaluation.log.scores import (
     NOT_JUDGED_AGENT_ERROR,
@@ -110,6 +111,7 @@ def judge_run(
     scrubber: secrets.Scrubber,
     base: Path | None = None,
     only: set[str] | None = None,
+    prices: PriceBook | None = None,
 ) -> JudgeSummary:
     """Score every episode under ``<run_dir>/*/episodes/`` with ``judges``; rewrite the files.
 
@@ -119,7 +121,8 @@ def judge_run(
     takes the configuration's secrets, and the judges' keys, out of what is written; ``base``
     is the folder a judge's ``script`` is relative to (eval.yaml's); ``only``, when
     given, the ids of the tasks whose episodes are judged (the others are left as they
-    are: with ``evaluation.qualitative`` off, the tasks with assertions). Judgements
+    are: with ``evaluation.qualitative`` off, the tasks with assertions); ``prices``,
+    when given, price each judge's tokens into the episode's ``cost.judge``. Judgements
     are cached under ``<run_dir>/judge-cache/``. A missing API key variable is an
     InputError raised before any request; a failed judgement is never raised, it is
     written into the episode. An episode file that cannot be written back is an
@@ -135,6 +138,7 @@ def judge_run(
         scrubber = scrubber.adding(found, [spec.base_url])
     labels = _unique_labels(judges)
     names = ", ".join(labels)
+    priced = _judge_pricing(prices, dict(zip(labels, judges, strict=True)))
 
     rundir.refuse_links(run_dir)  # episodes are written back, the cache written: no link
     problems: list[str] = []  # unreadable episode files are left as they are, and counted
@@ -197,7 +201,7 @@ def judge_run(
                 task = tasks.get(episode.task_id)
                 asked = list(task.expected.assertions) if task is not None else []
                 scores = combine(RUBRIC_VERSION, ordered, asked)
-                _save(path, episode, scores, scrubber, task)
+                _save(path, episode, scores, scrubber, task, priced(episode, scores))
                 counts["judged"] += 1
                 counts["cached"] += all(o.cached for o in ordered.values())
                 counts["judge_failures"] += len(scores.judge_errors)
@@ -242,28 +246,34 @@ def _judge_one(
         prompt = build_prompt(episode, task, spec.prompts, spec.budget_chars)
         key = cache_key(spec.label, where, RUBRIC_VERSION, prompt.sha256)
         count = len(task.expected.assertions) if task is not None else 0
-        reply = cache.get(key)
-        if reply is not None:
+        found = cache.entry(key)
+        if found is not None:
+            reply, tokens = found
             try:
                 return Outcome(
-                    parse_judgement(reply), cached=True, assertions=_decided(reply, count)
+                    parse_judgement(reply),
+                    cached=True,
+                    assertions=_decided(reply, count),
+                    tokens=tokens,
                 )
             except JudgeError:
                 pass  # a reply the parser no longer accepts: ask again
-        reply = client.chat(prompt.system, prompt.user)
+        answer = client.ask(prompt.system, prompt.user)
+        reply, tokens = answer.text, (answer.prompt_tokens, answer.completion_tokens)
         judgement = parse_judgement(reply)
         # The cache only saves money: a full disk must not lose the scores.
         with contextlib.suppress(OSError):
             cache.put(
                 key,
                 reply,
+                tokens,
                 judge=spec.label,
                 base_url=client.shown_base_url if where == client.base_url else where,
                 rubric_version=RUBRIC_VERSION,
                 prompt_sha256=prompt.sha256,
                 task_id=episode.task_id,
             )
-        return Outcome(judgement, assertions=_decided(reply, count))
+        return Outcome(judgement, assertions=_decided(reply, count), tokens=tokens)
     except JudgeError as exc:
         return Outcome(None, client.scrub(str(exc)))
     except Exception as exc:  # a bug must cost one judgement, not the run
@@ -276,22 +286,37 @@ def _decided(reply: str, count: int) -> list[Decision]:
     return decisions(verdict_objects(reply), count) if count else []
 
 
+def _judge_pricing(
+    prices: PriceBook | None, specs: dict[str, JudgeSpec]
+) -> Callable[[EpisodeResult, JudgeScores], EpisodeCost | None]:
+    """What gives a judged episode its cost with the judges' part (None: no prices)."""
+
+    def priced(episode: EpisodeResult, scores: JudgeScores) -> EpisodeCost | None:
+        if prices is None:
+            return None
+        paid = [(specs[label], tokens) for label, tokens in scores.usage.items() if label in specs]
+        return with_judges(episode.cost, prices, paid)
+
+    return priced
+
+
 def _save(
     path: Path,
     episode: EpisodeResult,
     scores: JudgeScores,
     scrubber: secrets.Scrubber,
     task: TaskSpec | None = None,
+    cost: EpisodeCost | None = None,
 ) -> None:
     """Write the episode back with ``scores``, unless they are already there; with its
     verdict's assertion checks made again from them, when the task puts its assertions
-    in the verdict (one atomic write for both)."""
+    in the verdict, and its ``cost`` (one atomic write for all)."""
     verdict = None
     if task is not None and episode.verdict is not None and task.expected.assertions_in_verdict:
         judged = episode.model_copy(update={"scores": scores})
         verdict = with_assertions(episode.verdict, task.expected, judged, task.turn_expected)
     try:
-        store.write_scores(path, episode, scores, scrubber=scrubber, verdict=verdict)
+        store.write_scores(path, episode, scores, scrubber=scrubber, verdict=verdict, cost=cost)
     except OSError as exc:
         raise OperationError(f"cannot write {path}: {exc.strerror or exc}") from None
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from bat.atomic import json_text, write_private
 from bat.errors import InputError
+from bat.evaluation.log.bounds import reported_count
 from bat.evaluation.log.files import read_regular
 
 CACHE_SCHEMA = "bat.judge-cache/1"
@@ -46,6 +47,12 @@ class JudgeCache:
 
     def get(self, key: str) -> str | None:
         """The judge's cached reply, or None (absent or unreadable: judge again)."""
+        found = self.entry(key)
+        return None if found is None else found[0]
+
+    def entry(self, key: str) -> tuple[str, tuple[int, int]] | None:
+        """The cached reply and the (prompt, completion) tokens it took when it was made
+        (0 in a file written before bat kept them), or None."""
         try:  # a FIFO in the cache folder is never opened (read_regular)
             data = json.loads(read_regular(self.path(key)).decode("utf-8"))
         except (OSError, ValueError, InputError):
@@ -53,12 +60,21 @@ class JudgeCache:
         if not isinstance(data, dict) or data.get("key") != key:
             return None
         reply = data.get("reply")
-        return reply if isinstance(reply, str) else None
+        if not isinstance(reply, str):
+            return None
+        tokens = data.get("tokens")
+        tokens = tokens if isinstance(tokens, dict) else {}
+        return reply, (
+            reported_count(tokens.get("prompt_tokens")),
+            reported_count(tokens.get("completion_tokens")),
+        )
 
-    def put(self, key: str, reply: str, **meta: str) -> None:
-        """Store a reply; ``meta`` (judge, base_url, rubric_version, ...) is for humans."""
+    def put(self, key: str, reply: str, tokens: tuple[int, int] = (0, 0), **meta: str) -> None:
+        """Store a reply and the tokens it took; ``meta`` (judge, base_url,
+        rubric_version, ...) is for humans."""
         if not self._made:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._made = True
-        record = {"schema": CACHE_SCHEMA, "key": key, **meta, "reply": reply}
+        taken = {"prompt_tokens": tokens[0], "completion_tokens": tokens[1]}
+        record = {"schema": CACHE_SCHEMA, "key": key, **meta, "tokens": taken, "reply": reply}
         write_private(self.path(key), json_text(record, ensure_ascii=False, indent=1))

@@ -28,6 +28,8 @@ class Outcome:
     cached: bool = False
     # The task's assertions as this judge decided them (empty: the task has none).
     assertions: list[nl.Decision] = field(default_factory=list)
+    # (prompt, completion) tokens the judgement took (from the cache: when it was made)
+    tokens: tuple[int, int] = (0, 0)
 
 
 def combine(
@@ -63,7 +65,17 @@ def combine(
             if several
             else (next(iter(failed.values())))
         )
-    given: dict[str, Any] = {}
+    given: dict[str, Any] = {
+        "usage": {
+            label: {
+                "prompt_tokens": o.tokens[0],
+                "completion_tokens": o.tokens[1],
+                "cached": o.cached,
+            }
+            for label, o in outcomes.items()
+            if o.judgement is not None
+        }
+    }
     if assertions:
         decided = {
             label: outcome.assertions

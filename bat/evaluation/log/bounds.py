@@ -20,6 +20,10 @@ Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False)]
 Milliseconds = Annotated[float, Field(ge=0, le=MAX_SECONDS * 1000, allow_inf_nan=False)]
 Rate = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]  # passed / attempts, pass@k
 Percentage = Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)]  # bat-cli's 100 * rate
+# A cost in a run's currency: bat computes it from counts and prices, both bounded, so more
+# than this (or a negative one, which passes any ``cost.total <= N`` gate) was edited in.
+MAX_MONEY = 10**12
+Money = Annotated[float, Field(ge=0, le=MAX_MONEY, allow_inf_nan=False)]
 
 # Token and call counts are reported by the agent, so they are not bounded where the run
 # records them (a wild report must not stop a run); a file is checked when read instead

@@ -27,7 +27,7 @@ from pydantic import (
 )
 
 from bat.atomic import json_text
-from bat.evaluation.log.bounds import Seconds
+from bat.evaluation.log.bounds import Money, Seconds
 from bat.evaluation.log.scores import JudgeScores
 from bat.secrets import Scrubber
 
@@ -117,6 +117,28 @@ class Usage(BaseModel):
             total_tokens=self.total_tokens + other.total_tokens,
             model_calls=self.model_calls + other.model_calls,
         )
+
+
+class EpisodeCost(BaseModel):
+    """What an episode cost, in ``currency``, each payer apart (``bat.evaluation.cost``):
+    the agent's model (its ``trace.usage``), the simulated user's model (only for a task
+    with ``user``) and the judges (once judged). A part is None when it has no price:
+    its model is ``unpriced`` (named there, never guessed), or the agent reported no
+    tokens. ``total`` adds the parts that have one."""
+
+    model_config = _FINITE
+
+    currency: str = "USD"
+    agent: Money | None = None
+    user: Money | None = Field(None, exclude_if=_none)
+    judge: Money | None = Field(None, exclude_if=_none)
+    unpriced: list[str] = Field(default_factory=list)  # labels of the models with no price
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def total(self) -> float:
+        """The parts that have a cost, added."""
+        return round(sum(part for part in (self.agent, self.user, self.judge) if part), 10)
 
 
 class TurnRecord(BaseModel):
@@ -336,6 +358,9 @@ class EpisodeResult(BaseModel):
     # Served in the first wave after a start of the agent (runner.py): its time holds the
     # agent's cold start, so it is left out of the latency figures (verdicts count it).
     cold: bool = False
+    # What it cost (bat.evaluation.cost); left out of an episode written without prices
+    # (an older bat's): its cost is unknown, not 0.
+    cost: EpisodeCost | None = Field(None, exclude_if=_none)
     # Earlier records of this (task, attempt) that ``--retry-infra`` replaced, relative to
     # the model folder (``retried/...``): kept, never overwritten.
     earlier: list[str] = Field(default_factory=list)
@@ -383,6 +408,7 @@ __all__ = [
     "AgentError",
     "Aux",
     "Check",
+    "EpisodeCost",
     "EpisodeResult",
     "EpisodeTrace",
     "FileChanges",

@@ -15,7 +15,10 @@ readers need not import the judges::
      "judge_errors": {},                # label -> reason, for each judge that failed
      "assertions": [                    # only when the task has expected.assertions
         {"assertion": "The agent asked ...", "passed": True,   # None: no judge decided
-         "reason": "...", "per_judge": {"openai:gpt-4.1-mini": True}}]}
+         "reason": "...", "per_judge": {"openai:gpt-4.1-mini": True}}],
+     "usage": {"openai:gpt-4.1-mini": {"prompt_tokens": 1830,    # what each judge's
+                                       "completion_tokens": 212,  # judgement took, as
+                                       "cached": False}}}        # its server said
 
 Judges judge answers. An episode that ended in an infrastructure failure (bat saw no
 answer) or failed with an agent error (the agent answered with an error, not with an
@@ -33,9 +36,13 @@ Keys this bat does not know are ignored, as everywhere in the log.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from bat.evaluation.log.bounds import MAX_COUNT
+
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 
 NOT_JUDGED_INFRA = "not judged: infrastructure failure"
 NOT_JUDGED_AGENT_ERROR = "not judged: agent error"
@@ -67,6 +74,17 @@ class AssertionScore(BaseModel):
     per_judge: dict[str, bool | None] = Field(default_factory=dict)
 
 
+class JudgeTokens(BaseModel):
+    """What one judge's judgement of an episode took, as its server said (0: it said
+    nothing). ``cached``: this judging read it from the judge cache (no request made);
+    the tokens are the ones the judgement took when it was made, so the episode's judge
+    cost stays what judging it cost, however often it is judged again."""
+
+    prompt_tokens: Count = 0
+    completion_tokens: Count = 0
+    cached: bool = False
+
+
 class JudgeScores(BaseModel):
     """An episode's ``scores``: what the judges said (made by ``bat.evaluation.judging``)."""
 
@@ -82,6 +100,9 @@ class JudgeScores(BaseModel):
     # The task's assertions, in its order; given only when the task has some, so the
     # scores of every other episode keep their bytes.
     assertions: list[AssertionScore] = Field(default_factory=list)
+    # Each judge's tokens (only judges that answered); given by this bat's judges only, so
+    # an older file keeps its bytes.
+    usage: dict[str, JudgeTokens] = Field(default_factory=dict)
 
     def as_written(self, mode: str = "python") -> dict[str, Any]:
         """The scores as an episode file holds them: the keys they were given, no other
@@ -115,6 +136,7 @@ __all__ = [
     "AssertionScore",
     "DimensionScore",
     "JudgeScores",
+    "JudgeTokens",
     "not_judged",
     "was_not_judged",
 ]

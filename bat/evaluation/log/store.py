@@ -39,6 +39,7 @@ from bat.evaluation.log.bounds import count_problem, score_problem
 from bat.evaluation.log.episode import (
     EPISODE_SCHEMA,
     OLDER_EPISODE_SCHEMAS,
+    EpisodeCost,
     EpisodeResult,
     Verdict,
 )
@@ -299,6 +300,7 @@ def write_scores(
     *,
     scrubber: Scrubber,
     verdict: Verdict | None = None,
+    cost: EpisodeCost | None = None,
 ) -> bool:
     """Put the judges' ``scores`` into the episode at ``path``; False if they were there.
 
@@ -306,16 +308,21 @@ def write_scores(
     quote what it was sent), and checked again after (a model built without validation
     must not put another shape in a file). ``verdict``, when given, replaces the
     episode's in the same write (a task whose assertions are part of its verdict: the
-    verdict follows the scores, and no reader sees one without the other)."""
+    verdict follows the scores, and no reader sees one without the other). ``cost``,
+    when given, replaces the episode's too (its judges' part is priced from the scores'
+    tokens)."""
     given = scrubber.data(scores.as_written())
     if verdict is not None:  # made from the scores as given: scrubbed the same way
         verdict = Verdict.model_validate(scrubber.data(verdict.model_dump(mode="json")))
     same_scores = episode.scores is not None and episode.scores.as_written() == given
-    if same_scores and (verdict is None or verdict == episode.verdict):
+    same_cost = cost is None or cost == episode.cost
+    if same_scores and same_cost and (verdict is None or verdict == episode.verdict):
         return False  # an unchanged re-judge rewrites nothing
     episode.scores = JudgeScores.model_validate(given)  # the shape every reader relies on
     if verdict is not None:
         episode.verdict = verdict
+    if cost is not None:
+        episode.cost = cost
     _rewrite(path, episode, scrubber)
     return True
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from bat.evaluation.log.bounds import MAX_COUNT, Milliseconds, Percentage, Rate, Seconds
+from bat.evaluation.log.bounds import MAX_COUNT, Milliseconds, Money, Percentage, Rate, Seconds
 
 SUMMARY_SCHEMA = "bat.summary/2"
 METRICS_SCHEMA = "bat.metrics/2"
@@ -98,6 +98,50 @@ class ConversationFigures(_Model):
 # --- summary.json -------------------------------------------------------------------------
 
 
+# --- cost ------------------------------------------------------------------------------------
+
+
+class RowCost(_Model):
+    """An episode's cost as its ``metrics.json`` row keeps it (``episode.EpisodeCost``):
+    what the cost figures are computed from (gates recompute them from rows)."""
+
+    currency: str = "USD"
+    total: Money = 0.0  # its priced parts
+    agent: Money | None = None
+    user: Money | None = None
+    judge: Money | None = None
+    # the models of its parts that have no price: ``total`` is less than it cost
+    unpriced: list[str] = Field(default_factory=list)
+
+
+class CostPerEpisode(_Model):
+    """The cost of one episode (percentiles as everywhere: ``stats.percentile``)."""
+
+    mean: Money | None = None
+    p50: Money | None = None
+    p90: Money | None = None
+    max: Money | None = None
+
+
+class CostFigures(_Model):
+    """What a model's (or a task's) episodes cost, in ``currency``: each payer apart,
+    and ``total`` their sum. Only priced parts are added: ``unpriced_episodes`` have a
+    part with no price (its model is named in ``unpriced``), so a total with any is a
+    lower bound. ``per_pass`` is what one passing attempt cost: ``total`` over the
+    passed attempts (None when none passed)."""
+
+    currency: str
+    total: Money
+    agent: Money
+    judge: Money
+    user: Money
+    episodes: int  # episodes with a cost (an older bat's have none)
+    unpriced_episodes: int
+    unpriced: list[str] = Field(default_factory=list)
+    per_episode: CostPerEpisode
+    per_pass: Money | None = None
+
+
 class JudgeStats(_Model):
     """One judge dimension over a model's episodes."""
 
@@ -129,6 +173,8 @@ class TaskSummary(_Model):
     judge: dict[str, float | None] | None = None  # mean score per dimension
     # Only for a task with a simulated user (left out otherwise: a file as before)
     conversation: ConversationFigures | None = Field(None, exclude_if=_none)
+    # Only when its episodes have a cost (left out for an older bat's episodes)
+    cost: CostFigures | None = Field(None, exclude_if=_none)
 
 
 class Totals(_Model):
@@ -175,6 +221,8 @@ class Summary(_Model):
     totals: Totals
     # Only when the model has conversations with a simulated user (left out otherwise)
     conversation: ConversationFigures | None = Field(None, exclude_if=_none)
+    # Only when its episodes have a cost (left out for an older bat's episodes)
+    cost: CostFigures | None = Field(None, exclude_if=_none)
 
     @field_validator("run_name", mode="before")
     @classmethod
@@ -230,6 +278,7 @@ class EpisodeRow(_Model):
     cold: bool = False  # the first wave after an agent start: out of the latency figures
     # A task with a simulated user only (left out otherwise)
     conversation: RowConversation | None = Field(None, exclude_if=_none)
+    cost: RowCost | None = Field(None, exclude_if=_none)  # None: an older bat's episode
 
     @property
     def passed(self) -> bool:
@@ -305,6 +354,8 @@ class MetricsSummary(_Model):
     cold_episodes: int = 0
     # Only when the model has conversations with a simulated user (left out otherwise)
     conversation: ConversationFigures | None = Field(None, exclude_if=_none)
+    # Only when its episodes have a cost (left out for an older bat's episodes)
+    cost: CostFigures | None = Field(None, exclude_if=_none)
 
 
 class Metrics(_Model):
@@ -334,12 +385,15 @@ __all__ = [
     "METRICS_SCHEMA",
     "SUMMARY_SCHEMA",
     "ConversationFigures",
+    "CostFigures",
+    "CostPerEpisode",
     "Distribution",
     "EpisodeRow",
     "JudgeStats",
     "Metrics",
     "MetricsSummary",
     "RowConversation",
+    "RowCost",
     "RowTime",
     "RowTokens",
     "RowVerdict",

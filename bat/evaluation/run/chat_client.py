@@ -203,11 +203,16 @@ class ChatClient:
     def chat(self, system: str, user: str) -> str:
         """The judge's reply text, scrubbed (it is cached and quoted in episodes); a
         ChatError (scrubbed) when it cannot be had."""
+        return self.ask(system, user).text
+
+    def ask(self, system: str, user: str) -> Reply:
+        """:meth:`chat`'s reply with the tokens it took (what the judgement cost)."""
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         try:
-            return self.scrub(self._chat(messages, structured=self._structured).text)
+            reply = self._chat(messages, structured=self._structured)
         except ChatError as exc:
             raise ChatError(self.scrub(str(exc))) from None
+        return Reply(self.scrub(reply.text), reply.prompt_tokens, reply.completion_tokens)
 
     def converse(
         self, messages: list[dict[str, str]], *, temperature: float, seed: int | None

@@ -61,8 +61,10 @@ def run_cli_work(
     work: list,
     say: Callable[[str], None],
     scrubber: Scrubber,
+    pricing: Callable | None = None,
 ) -> None:
-    """Run ``work`` (the model's missing episodes) against the CLI agent; fills ``record``."""
+    """Run ``work`` (the model's missing episodes) against the CLI agent; fills ``record``;
+    ``pricing`` gives each episode its cost."""
     evaluation = resolved.evaluation
     adapter = ready(evaluation.agent.adapter, evaluation.agent.options)
     target = (
@@ -107,6 +109,7 @@ def run_cli_work(
         scrubber=scrubber,
         warm_latency=False,
         connect=session,
+        pricing=pricing,
     )
     try:
         run_on_a_loop(lambda: runner.run(work))

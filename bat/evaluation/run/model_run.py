@@ -18,11 +18,13 @@ from typing import Any
 from bat import secrets
 from bat.agent_python import AgentPython
 from bat.errors import InputError
+from bat.evaluation.cost import AGENT_DEFAULT, PriceBook, episode_cost
 from bat.evaluation.inputs.agent_settings import AgentSettings, write_config_copy
 from bat.evaluation.inputs.config import ModelSpec, ResolvedConfig
 from bat.evaluation.inputs.dataset import Dataset
 from bat.evaluation.log import layout, store
 from bat.evaluation.log.card import note_agent_card
+from bat.evaluation.log.episode import EpisodeCost, EpisodeResult
 from bat.evaluation.log.run import ModelEntry
 from bat.evaluation.run.adapter import preload
 from bat.evaluation.run.agent_card import card_answers
@@ -77,12 +79,14 @@ def run_model(
     scrubber: Scrubber,
     infra: store.InfraCache | None = None,
     python: AgentPython | None = None,
+    prices: PriceBook | None = None,
 ) -> None:
     """Run the model's missing episodes (and, with ``retry_infra``, its infrastructure
     failures; with ``chosen``, only the (task, attempt) it keeps: a shard's slice); fills
     ``record``. A model that cannot be evaluated raises a BatError. ``scrubber`` keeps the
     configuration's secrets out of every file written; ``infra`` is what is known of the
-    model folder's infrastructure failures (the run context's)."""
+    model folder's infrastructure failures (the run context's); ``prices`` price each
+    episode's tokens as it is written (None: episodes without a cost)."""
     evaluation = resolved.evaluation
     model_dir = run_dir / record.dir
     retry = store.infra_failures(model_dir, infra) if retry_infra else set()
@@ -94,19 +98,27 @@ def run_model(
         record.status = "completed"
         return
     model_dir.mkdir(parents=True, exist_ok=True)
+    pricing = None
+    if prices is not None:
+        payer, user = model or AGENT_DEFAULT, resolved.config.user
+
+        def pricing(episode: EpisodeResult) -> EpisodeCost:
+            return episode_cost(prices, episode, payer, user)
+
     with scripted_model(resolved, model, record, say) as model:
         if evaluation.agent.adapter != "a2a":
             from bat.evaluation.run.cli_run import run_cli_work
 
-            run_cli_work(resolved, dataset, model_dir, model, record, work, say, scrubber)
+            run_cli_work(resolved, dataset, model_dir, model, record, work, say, scrubber, pricing)
             return
         from bat.evaluation.run.simulated_user import user_model
 
         simulated = any(item.task.user is not None for item in work)
         with user_model(resolved, simulated, say) as users:
             _run_work(
-                resolved, settings, run_dir, model, record, work, say, scrubber, python, users
-            )
+                resolved, settings, run_dir, model, record, work, say, scrubber, python, users,
+                pricing,
+            )  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -140,10 +152,12 @@ def scripted_model(
 
 
 def _run_work(
-    resolved, settings, run_dir, model, record, work, say, scrubber, python, users=None
-) -> None:
+    resolved, settings, run_dir, model, record, work, say, scrubber, python, users=None,
+    pricing=None,
+) -> None:  # fmt: skip
     """Start the agent(s) of ``model``, run ``work`` against them, stop them; ``users``
-    plays the tasks' simulated users (``simulated_user.UserModel``), if any."""
+    plays the tasks' simulated users (``simulated_user.UserModel``), if any; ``pricing``
+    gives each episode its cost."""
     evaluation = resolved.evaluation
     model_dir = run_dir / record.dir
     agents: list = []
@@ -212,6 +226,7 @@ def _run_work(
                 scrubber=scrubber,
                 warm_latency=evaluation.warm_latency,
                 user_model=users,
+                pricing=pricing,
             )
             for n, (url, share) in enumerate(
                 zip(urls, shares(evaluation.concurrency, len(urls)), strict=True)

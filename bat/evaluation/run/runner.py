@@ -48,7 +48,14 @@ from bat.errors import BatError
 from bat.evaluation.inputs.dataset import TaskSpec
 from bat.evaluation.log import layout, store
 from bat.evaluation.log.batch_writer import BatchWriter
-from bat.evaluation.log.episode import AgentError, Aux, EpisodeResult, EpisodeTrace, InfraError
+from bat.evaluation.log.episode import (
+    AgentError,
+    Aux,
+    EpisodeCost,
+    EpisodeResult,
+    EpisodeTrace,
+    InfraError,
+)
 from bat.evaluation.log.outcome import episode_outcome
 from bat.evaluation.log.run import now_iso
 from bat.evaluation.run.adapter import A2ASession, Observed
@@ -142,7 +149,10 @@ class EpisodeRunner:
         warm_latency: bool = True,
         connect: Callable[[], Any] | None = None,  # a CLI agent's session (bat.agents)
         user_model: Any = None,  # plays the tasks' simulated users (simulated_user.UserModel)
+        # An episode's cost, from its tokens (bat.evaluation.cost); None: written without
+        pricing: Callable[[EpisodeResult], EpisodeCost] | None = None,
     ) -> None:
+        self.pricing = pricing
         self.user_model = user_model
         self.url = url
         self.make_session = connect
@@ -383,6 +393,8 @@ class EpisodeRunner:
             cold=observed.cold,
         )
         result.verdict = judge_episode(item.task.expected, result, item.task.turn_expected)
+        if self.pricing is not None:
+            result.cost = self.pricing(result)
         if observed.after_verdict is not None:
             kept = observed.after_verdict(result.verdict.passed)
             if kept is not None and result.trace.workspace is not None:

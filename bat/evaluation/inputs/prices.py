@@ -1,0 +1,104 @@
+"""``prices:`` in eval.yaml (and ``eval.prices`` in ``bat.yaml``): what a model's tokens cost.
+
+Each key names a model as bat names it, ``provider:model`` (``openai:gpt-4.1-mini``) or
+the bare model (``gpt-4.1-mini``, any provider); each value its prices per million
+tokens::
+
+    prices:
+      openai:my-llama:        # a self-hosted model genai-prices cannot know
+        input: 0.20           # per million prompt tokens
+        output: 0.60          # per million completion tokens
+        cached_input: 0.05    # per million cached prompt tokens (default: input)
+        currency: USD         # (default USD)
+        note: our GPU cluster's internal rate
+
+An entry sets the price of a model genai-prices does not list, or overrides the one it
+does. Every entry of a run has one currency: a total of dollars and euros means nothing,
+so mixing them is refused, and with another currency than USD genai-prices (in dollars)
+is not asked at all. Prices are bounded (at most a million per million tokens) and so is
+the table (``MAX_PRICES`` entries): a price is typed by a person.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, model_validator
+from pydantic_core import PydanticUndefined
+
+MAX_PRICES = 1000  # entries of one prices: section
+MAX_PRICE = 1_000_000  # per million tokens: far above any model's, far below an overflow
+_CURRENCY = re.compile(r"[A-Z]{3}")
+_NAME = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
+
+
+def _price(value: Any) -> Any:
+    """A number (not a boolean, not text, finite): ``input: "0.2"`` is a typo for 0.2."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a price per million tokens (a number), got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"expected a finite price, got {value!r}")
+    return value
+
+
+Price = Annotated[float, BeforeValidator(_price), Field(ge=0, le=MAX_PRICE)]
+
+
+class PriceEntry(BaseModel):
+    """One model's prices, per million tokens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: Price
+    output: Price
+    cached_input: Price | None = None  # None: the input price
+    currency: str = Field(default="USD", pattern=_CURRENCY.pattern)
+    note: str | None = Field(default=None, min_length=1, max_length=200)
+
+    @property
+    def cached(self) -> float:
+        return self.input if self.cached_input is None else self.cached_input
+
+
+class Prices(RootModel[dict[str, PriceEntry]]):
+    """The whole ``prices:`` mapping: model name -> its prices, one currency."""
+
+    root: dict[str, PriceEntry] = Field(default_factory=dict, max_length=MAX_PRICES)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mapping(cls, value: Any) -> Any:
+        if value is None or value is PydanticUndefined:
+            return {}  # `prices:` with every entry commented out (or no argument)
+        if not isinstance(value, dict):
+            raise ValueError(
+                "expected a mapping of model names to prices, e.g. "
+                "{'openai:gpt-4.1-mini': {input: 0.4, output: 1.6}}"
+            )
+        for name in value:
+            if not isinstance(name, str) or not _NAME.fullmatch(name) or not name.strip():
+                raise ValueError(
+                    f"{name!r} is no model name: use 'provider:model' or 'model' "
+                    "(up to 200 characters, no control characters)"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _one_currency(self) -> Prices:
+        currencies = sorted({entry.currency for entry in self.root.values()})
+        if len(currencies) > 1:
+            raise ValueError(
+                f"prices in {' and '.join(currencies)}: give every price in one currency "
+                "(a total of two currencies means nothing)"
+            )
+        return self
+
+    @property
+    def currency(self) -> str | None:
+        """The entries' currency, or None without entries."""
+        return next((entry.currency for entry in self.root.values()), None)
+
+
+__all__ = ["MAX_PRICE", "MAX_PRICES", "PriceEntry", "Prices"]
