@@ -67,11 +67,7 @@ def combine(
         )
     given: dict[str, Any] = {
         "usage": {
-            label: {
-                "prompt_tokens": o.tokens[0],
-                "completion_tokens": o.tokens[1],
-                "cached": o.cached,
-            }
+            label: {"prompt_tokens": o.tokens[0], "completion_tokens": o.tokens[1]}
             for label, o in outcomes.items()
             if o.judgement is not None
         }

@@ -16,9 +16,8 @@ readers need not import the judges::
      "assertions": [                    # only when the task has expected.assertions
         {"assertion": "The agent asked ...", "passed": True,   # None: no judge decided
          "reason": "...", "per_judge": {"openai:gpt-4.1-mini": True}}],
-     "usage": {"openai:gpt-4.1-mini": {"prompt_tokens": 1830,    # what each judge's
-                                       "completion_tokens": 212,  # judgement took, as
-                                       "cached": False}}}        # its server said
+     "usage": {"openai:gpt-4.1-mini": {"prompt_tokens": 1830,     # what each judge's
+                                       "completion_tokens": 212}}} # judgement took
 
 Judges judge answers. An episode that ended in an infrastructure failure (bat saw no
 answer) or failed with an agent error (the agent answered with an error, not with an
@@ -76,13 +75,12 @@ class AssertionScore(BaseModel):
 
 class JudgeTokens(BaseModel):
     """What one judge's judgement of an episode took, as its server said (0: it said
-    nothing). ``cached``: this judging read it from the judge cache (no request made);
-    the tokens are the ones the judgement took when it was made, so the episode's judge
-    cost stays what judging it cost, however often it is judged again."""
+    nothing). A judgement read from the judge cache keeps the tokens it took when it was
+    made: the episode's judge cost stays what judging it cost, and a re-judge from the
+    cache rewrites nothing."""
 
     prompt_tokens: Count = 0
     completion_tokens: Count = 0
-    cached: bool = False
 
 
 class JudgeScores(BaseModel):

@@ -76,7 +76,9 @@ def test_the_judges_forms_are_written_as_before(tmp_path):
     episode = logkit.episode("t", 1, True)
     episode.scores = judged
     written = json.loads(episode.to_json(NO_SECRETS))["scores"]
-    assert list(written) == ["rubric_version", "judges", "dimensions", "error", "judge_errors"]
+    keys = ["rubric_version", "judges", "dimensions", "error", "judge_errors", "usage"]
+    assert list(written) == keys
+    assert written["usage"] == {}  # a judge that failed took no tokens that are known
     assert list(written["dimensions"]["response_relevance"]) == [
         "score",
         "reasoning",
