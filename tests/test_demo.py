@@ -63,6 +63,12 @@ def test_demo_evaluates_judges_and_reports_with_its_old_ports_taken(home):
         assert totals["pass_at_k"] > totals["pass_hat_k"]
         assert totals["agent_errors"]["agent_exception"] == 3 and totals["infra_failures"] == 0
         assert totals["judge"]["response_relevance"]["count"] == 51  # 54 less the errors
+        # its cost, at the illustrative prices of eval.yaml's prices: (every model of the
+        # demo is a stand-in): the agent's, the judge's and the simulated user's apart
+        cost = summary(run_dir, model)["cost"]
+        assert cost["unpriced"] == [] and cost["episodes"] == 54
+        assert min(cost["agent"], cost["judge"], cost["user"]) > 0
+        assert cost["total"] == pytest.approx(cost["agent"] + cost["judge"] + cost["user"])
         talked = summary(run_dir, model)["conversation"]  # the simulated user's figures
         assert talked["ended"]["goal_met"] == 3 and talked["turns"]["max"] == 2, talked
         rows = json.loads((run_dir / model / "metrics.json").read_text())["per_episode"]

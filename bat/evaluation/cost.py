@@ -153,7 +153,9 @@ class PriceBook:
     def price_of(self, spec: Any) -> ModelPrice | None:
         """The price of a models:, judge: or user: entry (anything with provider, model
         and script)."""
-        stand_in = getattr(spec, "script", None) is not None
+        # The agent's own model (no models:) is one bat cannot name: like a stand-in, it
+        # is priced only from prices: (``agent-default``), without a word otherwise.
+        stand_in = getattr(spec, "script", None) is not None or spec is AGENT_DEFAULT
         return self.price(spec.provider, spec.model, stand_in=stand_in)
 
     def look_up_all(self, resolved: Any) -> None:
