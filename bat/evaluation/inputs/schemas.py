@@ -180,6 +180,16 @@ _EVAL_YAML_KEYS = {
         '"provider:model", a mapping, or script: (bat\'s scripted model); none: no task '
         "may have a user",
         "compat": "switches for moving a bat-cli project over step by step",
+        "prices": "per-million-token prices by 'provider:model' or model name, over "
+        "bat.yaml's and genai-prices' (docs/eval.md#cost): for an unlisted or self-hosted "
+        "model, or to override",
+    },
+    "PriceEntry": {
+        "input": "price per million prompt tokens",
+        "output": "price per million completion tokens",
+        "cached_input": "price per million cached prompt tokens (default: input)",
+        "currency": "three capital letters (default USD); one currency per run",
+        "note": "shown beside the price, e.g. illustrative",
     },
     "CompatSection": {
         "unknown_keys": "warn: keys bat does not read (bat-cli ignored them) in eval.yaml "
