@@ -186,7 +186,14 @@ def config_secrets(resolved: Any, env: Mapping[str, str] | None = None) -> list[
         if judge.api_key_env:
             key = {**(env or {}), **judge.env}.get(judge.api_key_env)
             found += [key, key.strip()] if key else []
+    found += url_secrets(_prices_url(config))
     return found
+
+
+def _prices_url(config: Any) -> str | None:
+    """``evaluation.update_prices`` when it is a URL of the user's (it may hold a token)."""
+    update = getattr(config.evaluation, "update_prices", False)
+    return update if isinstance(update, str) else None
 
 
 def config_urls(resolved: Any) -> list[str | None]:
@@ -196,4 +203,5 @@ def config_urls(resolved: Any) -> list[str | None]:
         resolved.agent_url,
         *(model.base_url for model in config.models),
         *(judge.base_url for judge in config.judges),
+        _prices_url(config),
     ]

@@ -119,9 +119,12 @@ class RunContext:
     def prices(self) -> Any:
         """The run's :class:`bat.evaluation.cost.PriceBook`: eval.yaml's ``prices:`` over
         bat.yaml's over genai-prices'; an unpriced model is warned of once."""
-        from bat.evaluation.cost import PriceBook
+        from bat.evaluation.cost import PRICES_URL, PriceBook
 
-        return PriceBook(self.resolved.config.prices, self.team_prices, say=self.warn)
+        config = self.resolved.config
+        update = config.evaluation.update_prices
+        url = None if update is False else PRICES_URL if update is True else update
+        return PriceBook(config.prices, self.team_prices, say=self.warn, update_from=url)
 
     # -- secrets -------------------------------------------------------------------
 

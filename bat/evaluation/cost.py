@@ -6,8 +6,11 @@ episode's tokens at those prices.
 1. ``prices:`` in eval.yaml, under the model's ``provider:model`` or its bare name;
 2. ``eval.prices`` in ``bat.yaml`` (a team's rates, kept once for every project), the same;
 3. genai-prices (pydantic's price database, shipped inside the package: it works offline).
-   bat never starts its updater, so a run's prices are those of the installed version,
-   which the card records; a newer table comes with a newer genai-prices.
+   Its updater stays off: a run's prices are those of the installed version, which the
+   card records. ``evaluation.update_prices`` turns it on for a run: the newer table is
+   fetched once, before the first episode (genai-prices' URL, or one of the user's), and
+   used for this run only (never set as the library's global table); a fetch that fails
+   is said in one line and the installed table is used.
 
 A model found nowhere is **unpriced**: its cost is unknown (None), never guessed, and the
 run says so once per model. bat's scripted stand-in model (``script:``) costs nothing
@@ -31,9 +34,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from bat.evaluation.inputs.prices import PriceEntry, Prices
+from bat.secrets import display_url
 from bat.evaluation.log.episode import EpisodeCost, EpisodeResult, Usage
 
 LIBRARY = "genai-prices"
+# genai-prices' own newer table (its updater's default), for ``update_prices: true``
+PRICES_URL = (
+    "https://raw.githubusercontent.com/pydantic/genai-prices/refs/heads/main/prices/"
+    "new_data/v2/data.json"
+)
 MILLION = 1_000_000
 # bat's provider names (models[].provider, judge.provider) -> genai-prices' provider ids,
 # where they differ; a provider in neither is not looked up.
@@ -115,6 +124,7 @@ class PriceBook:
         team: Prices | None = None,
         *,
         say: Callable[[str], None] | None = None,
+        update_from: str | None = None,
     ) -> None:
         self._entries: list[tuple[str, dict[str, PriceEntry]]] = [
             ("eval.yaml", dict((own or Prices()).root)),
@@ -134,6 +144,9 @@ class PriceBook:
         self._say = say
         self._lock = threading.Lock()
         self._found: dict[tuple[str, str, bool], ModelPrice | None] = {}
+        self.update_from = update_from  # where a newer table is fetched from (None: off)
+        self.updated: bool | None = None  # whether that fetch worked (None: not tried)
+        self._table: Any = None  # genai-prices' table for this run (a DataSnapshot)
 
     def price(self, provider: str, model: str, *, stand_in: bool = False) -> ModelPrice | None:
         """The price of ``provider:model`` (None: unpriced). ``stand_in``: bat's scripted
@@ -177,7 +190,36 @@ class PriceBook:
                 )  # fmt: skip
         if stand_in or not self.uses_library:
             return None
-        return _library_price(provider, model)
+        return _library_price(self._library_table(), provider, model)
+
+    def _library_table(self) -> Any:
+        """genai-prices' table: the installed one, or once fetched from ``update_from``."""
+        with self._lock:
+            if self._table is None:
+                self._table = self._fetch_table()
+            return self._table
+
+    def _fetch_table(self) -> Any:
+        from genai_prices import data_snapshot
+
+        if self.update_from is None:
+            return data_snapshot.get_snapshot()
+        from genai_prices.update_prices import UpdatePrices
+
+        try:  # fetch() alone: no background thread, and the library's global table untouched
+            table = UpdatePrices(url=self.update_from).fetch()
+        except Exception as exc:  # any failure of a fetch the user asked for: said, not fatal
+            reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            self.updated = False
+            if self._say is not None:
+                shown = display_url(self.update_from) or self.update_from
+                self._say(
+                    f"could not update the prices from {shown} ({reason}); "
+                    f"priced from {LIBRARY} {library_version()}'s own table"
+                )
+            return data_snapshot.get_snapshot()
+        self.updated = table is not None
+        return table if table is not None else data_snapshot.get_snapshot()
 
     def record(self) -> dict[str, Any]:
         """What the card keeps: the library and its version, and each price looked up."""
@@ -186,13 +228,15 @@ class PriceBook:
         models: dict[str, Any] = {}
         for (provider, model, _), price in found:
             models[f"{provider}:{model}"] = None if price is None else price.record()
-        return {
+        record: dict[str, Any] = {
             "library": LIBRARY,
             "version": library_version(),
-            "auto_update": False,
-            "currency": self.currency,
-            "models": models,
+            "auto_update": self.update_from is not None,
         }
+        if self.update_from is not None:
+            shown = display_url(self.update_from) or self.update_from
+            record |= {"updated_from": shown, "updated": bool(self.updated)}
+        return record | {"currency": self.currency, "models": models}
 
 
 def unpriced_line(label: str, stand_in: bool = False) -> str:
@@ -208,18 +252,17 @@ def unpriced_line(label: str, stand_in: bool = False) -> str:
     )
 
 
-def _library_price(provider: str, model: str) -> ModelPrice | None:
-    """genai-prices' price of the model at the provider; None when it lists neither."""
+def _library_price(table: Any, provider: str, model: str) -> ModelPrice | None:
+    """The price ``table`` (genai-prices' DataSnapshot) has for the model at the provider;
+    None when it lists neither."""
     provider_id = _PROVIDER_IDS.get(provider.lower(), provider.lower())
     try:
         from genai_prices import Usage as LibraryUsage
-        from genai_prices import calc_price
-        from genai_prices import data as library_data
 
-        if provider_id not in {p.id for p in library_data.providers}:
+        if provider_id not in {p.id for p in table.providers}:
             return None
         nothing = LibraryUsage(input_tokens=0, output_tokens=0)
-        found = calc_price(nothing, model, provider_id=provider_id)
+        found = table.calc(nothing, model, provider_id, None, None)
     except (LookupError, ValueError, ImportError):
         return None
     prices = found.model_price
@@ -228,6 +271,8 @@ def _library_price(provider: str, model: str) -> ModelPrice | None:
         return None
     cached = _rate(getattr(prices, "cache_read_mtok", None))
     source = f"{LIBRARY} {library_version()}".strip()
+    if getattr(table, "from_auto_update", False):
+        source += " (updated)"
     return ModelPrice(
         f"{provider}:{model}", rates[0], rates[1], rates[0] if cached is None else cached,  # type: ignore[arg-type]
         "USD", source,
@@ -301,6 +346,7 @@ def with_judges(
 __all__ = [
     "AGENT_DEFAULT",
     "LIBRARY",
+    "PRICES_URL",
     "ModelPrice",
     "PriceBook",
     "episode_cost",

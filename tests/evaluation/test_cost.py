@@ -5,7 +5,9 @@ answer, never a number typed here); the run is a real one, a tool agent reportin
 tokens in its stream and a judge served by bat's scripted model over real HTTP.
 """
 
+import http.server
 import json
+import threading
 
 import pytest
 import yaml
@@ -157,3 +159,56 @@ def test_a_run_prices_the_agent_from_genai_prices_the_judge_from_prices_and_name
     metrics = json.loads((run_dir / "listed" / "metrics.json").read_text())
     assert metrics["summary"]["cost"] == listed  # the same figures in both files
     assert metrics["summary"]["tokens"]["total_tokens_total"] > 0  # bat-cli's keys as before
+
+
+class _Table(http.server.BaseHTTPRequestHandler):
+    """A newer price table, as genai-prices publishes it (a provider array)."""
+
+    table = [
+        {
+            "id": "openai",
+            "name": "OpenAI",
+            "api_pattern": r"https://api\.openai\.com",
+            "models": [
+                {
+                    "id": "gpt-4o-mini",
+                    "match": {"equals": "gpt-4o-mini"},
+                    "prices": {"input_mtok": 9, "output_mtok": 99},
+                }
+            ],
+        }
+    ]
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        body = json.dumps(self.table).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_price_update_is_off_unless_turned_on_and_then_for_the_run_only():
+    assert PriceBook().record()["auto_update"] is False
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Table)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/data.json"
+        book = PriceBook(update_from=url)
+        price = book.price("openai", "gpt-4o-mini")
+        assert (price.input, price.output) == (9, 99) and price.source.endswith("(updated)")
+        record = book.record()
+        assert record["auto_update"] is True and record["updated"] is True
+        # the library's own table is untouched: another run (or this process) is not
+        installed = PriceBook().price("openai", "gpt-4o-mini")
+        assert installed.input != 9 and "(updated)" not in installed.source
+    finally:
+        server.shutdown()
+        server.server_close()
+    said: list[str] = []
+    book = PriceBook(say=said.append, update_from=url)  # the server is gone now
+    assert book.price("openai", "gpt-4o-mini").input == installed.input
+    assert len(said) == 1 and said[0].startswith(f"could not update the prices from {url} (")
+    assert book.record()["updated"] is False

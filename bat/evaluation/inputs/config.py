@@ -553,11 +553,24 @@ class EvaluationSection(_Strict):
     warm_latency: Flag = True
     extra_spans: list[FilePath] = Field(default_factory=list)  # span files of agents it calls
     agent: Annotated[AgentSpec, Block] = Field(default_factory=AgentSpec)
+    # genai-prices' newer table, fetched once before the run (bat.evaluation.cost): false
+    # (its installed table), true (genai-prices' URL) or the URL of a table of yours.
+    update_prices: bool | str = False
 
     @field_validator("agent_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         return None if value is None else http_url(value, "http://127.0.0.1:9900").rstrip("/")
+
+    @field_validator("update_prices", mode="before")
+    @classmethod
+    def _update_from(cls, value: Any) -> Any:
+        """true, false, or an http(s) URL: the text "true" is no URL and no flag."""
+        if isinstance(value, bool):
+            return value
+        if not isinstance(value, str):
+            raise ValueError(f"expected true, false or a URL, got {_shown(value)}")
+        return http_url(value, "https://example.com/genai-prices/data.json")
 
     @model_validator(mode="after")
     def _one_port(self) -> EvaluationSection:

@@ -223,6 +223,8 @@ _EVAL_YAML_KEYS = {
         "warm_latency": "leave the first wave of episodes after each agent start (its cold "
         "start) out of the latency figures and the ETA; false: count them",
         "extra_spans": "span files of the agents this one calls",
+        "update_prices": "true (genai-prices' URL) or a URL: fetch a newer price table once "
+        "before the run; false (default): the installed table",
         "agent": "how the agent is started, or that it is already running",
     },
     "AgentSpec": {
