@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bat.evaluation.inputs.prices import PriceEntry, Prices
-from bat.secrets import display_url
 from bat.evaluation.log.episode import EpisodeCost, EpisodeResult, Usage
+from bat.secrets import display_url
 
 LIBRARY = "genai-prices"
 # genai-prices' own newer table (its updater's default), for ``update_prices: true``

@@ -179,7 +179,7 @@ class _Table(http.server.BaseHTTPRequestHandler):
         }
     ]
 
-    def do_GET(self):  # noqa: N802 (http.server's name)
+    def do_GET(self):
         body = json.dumps(self.table).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
