@@ -14,6 +14,9 @@ The spellings, one per kind of figure:
   with its noun: ``1 run``, ``2 runs`` (:func:`counted`);
 * a figure of no fixed unit (a gate's value, a p-value): four significant digits,
   ``0.875``, or a whole number above a thousand (:func:`number`);
+* an amount of money with its currency code after it: from 1 up with two decimals,
+  ``12.35 USD``; below, three significant digits, ``0.0102 USD``, ``0.000190 USD``
+  (an episode of a cheap model costs millionths) (:func:`money`);
 * a figure that does not exist (no episode was judged): :data:`MISSING`.
 
 These format numbers bat computed; text read from files (task ids, labels) is made safe
@@ -24,6 +27,7 @@ formatted here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 #: A figure that cannot be computed (a rate of no episode, pass@k with no judged attempt).
@@ -73,3 +77,16 @@ def number(value: float | None) -> str:
     if abs(value) >= 1000:
         return f"{value:,.0f}"
     return f"{value:.4g}"
+
+
+def money(amount: float | None, currency: str = "USD") -> str:
+    """An amount and its currency: ``money(12.345)`` is "12.35 USD", ``money(0.0001897)``
+    "0.000190 USD", ``money(0)`` "0 USD"."""
+    if amount is None:
+        return MISSING
+    if amount == 0:
+        return f"0 {currency}"
+    if abs(amount) >= 1:
+        return f"{amount:,.2f} {currency}"
+    digits = max(2, 2 - math.floor(math.log10(abs(amount))))
+    return f"{amount:.{digits}f} {currency}"

@@ -36,11 +36,11 @@ from bat.evaluation.log import store
 from bat.evaluation.log.episode import EpisodeResult, Verdict
 from bat.evaluation.log.gates import GatesFile
 from bat.evaluation.log.run import TAIL_SHOWN, ModelEntry, RunRecord
-from bat.evaluation.log.summary import Summary, Totals
+from bat.evaluation.log.summary import CostFigures, Summary, Totals
 from bat.evaluation.run.model_run import ModelRecord, agent_log, failed, model_record, run_model
 from bat.evaluation.stats import row_of, summarize
 from bat.evaluation.verdict import judge_episode
-from bat.figures import counted, percent
+from bat.figures import counted, money, percent
 from bat.secrets import display_url
 from bat.terminal import safe
 
@@ -373,7 +373,7 @@ def summarize_run(ctx: RunContext, run_dir: Path, *, say: Say = print) -> list[P
         summary = summarize_model(ctx, run_dir, model, record)
         if summary is not None:
             written += store.result_files(run_dir / model.dir)
-            say(result_line(model.label, summary.totals, record.k))
+            say(result_line(model.label, summary.totals, record.k, summary.cost))
     return written
 
 
@@ -417,8 +417,9 @@ def summarize_model(
     return summary
 
 
-def result_line(label: str, totals: Totals, k: int) -> str:
-    """The one line that says how a model did, with what makes the number weaker."""
+def result_line(label: str, totals: Totals, k: int, cost: CostFigures | None = None) -> str:
+    """The one line that says how a model did, with what makes the number weaker, and
+    what it cost (a lower bound, "at least", when some of it has no price)."""
     label = safe(label)  # read back from run.json, which may have been edited
     notes = []
     if totals.agent_errors_total:
@@ -429,6 +430,10 @@ def result_line(label: str, totals: Totals, k: int) -> str:
         notes.append(f"{counted(totals.infra_failures, 'infrastructure failure')} ({kinds})")
     if totals.vacuous_passes:
         notes.append(counted(totals.vacuous_passes, "vacuous pass", "vacuous passes"))
+    if cost is not None:
+        least = "at least " if cost.unpriced_episodes else ""
+        per_pass = f", {money(cost.per_pass, cost.currency)} per pass" if cost.per_pass else ""
+        notes.append(f"cost {least}{money(cost.total, cost.currency)}{per_pass}")
     return (
         f"[{label}] {totals.passed}/{totals.attempts} episodes passed "
         f"({percent(totals.success_percentage / 100)}), "

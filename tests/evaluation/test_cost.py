@@ -117,7 +117,7 @@ JUDGE_REPLY = json.dumps(
 def test_a_run_prices_the_agent_from_genai_prices_the_judge_from_prices_and_names_the_unpriced(
     tmp_path, bat, home
 ):
-    tasks = [{"id": "sum", "turns": ["calc: 2+2"], "expected": {"output_must_contain": ["4"]}}]
+    tasks = [{"id": "sum", "turns": ["calculate 6*7"], "expected": {"output_must_contain": ["42"]}}]
     project = make_project(tmp_path / "p", tasks, agent="tool_agent", k=2, qualitative=True)
     (project / "judge.json").write_text(json.dumps([{"reply": JUDGE_REPLY}]))
     config = yaml.safe_load((project / "eval/eval.yaml").read_text())
@@ -131,6 +131,9 @@ def test_a_run_prices_the_agent_from_genai_prices_the_judge_from_prices_and_name
     result = bat("eval.run", cwd=project, env={"OPENAI_API_KEY": "sk-not-used"})
     assert result.code == 0, result.err
     assert result.err.count("no price for ollama:llama3.2") == 1  # said once, not per episode
+    lines = {line.split("]")[0]: line for line in result.out.splitlines() if "passed (" in line}
+    assert "; cost at least " in lines["[self-hosted"]  # a lower bound, and said so
+    assert "; cost 0.0" in lines["[listed"] and " per pass" in lines["[listed"]
     (run_dir,) = run_dirs(project)
 
     for episode in episodes(run_dir, "listed").values():
