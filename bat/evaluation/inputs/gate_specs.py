@@ -32,6 +32,15 @@ LATENCY.update({"p25": "p25", "p75": "p75", "mean": "mean", "max": "max", "min":
 TOKENS = ("mean", "total", "max")
 # Turns per conversation with a simulated user: the figures summary.json gives of them.
 TURNS = ("mean", "p50", "p90", "max")
+# What the episodes cost (summary.json's ``cost``): gate ``cost.NAME`` reads these.
+COST = (
+    "total",
+    "per_episode.mean",
+    "per_episode.p90",
+    "per_episode.max",
+    "judge.total",
+    "per_pass",
+)
 # A gate is short; a longer text is refused before any pattern runs over it.
 MAX_EXPRESSION = 200
 # ASCII digits only: ``float("٣")`` is 3, and no reader of eval.yaml would see a 3 there.
@@ -49,7 +58,7 @@ class Figure:
     """A figure a gate reads: ``kind`` says how to compute it, ``arg`` which one."""
 
     kind: str  # pass_rate, pass_at, pass_hat, judge, latency, tokens, infra_rate,
-    #            infra_failures, agent_errors, conversation
+    #            infra_failures, agent_errors, conversation, cost
     arg: str | None = None  # k ("3" or "k"), a judge dimension, a percentile, an error
     #                         kind; of a conversation: pass_hat_3, turns.p90, goal_met...
     rate: bool = False  # a value in [0, 1] that may be written as a percentage
@@ -61,8 +70,8 @@ class Figure:
         names.update({"latency": "latency.{}", "tokens": "tokens.{}"})
         if self.kind == "agent_errors" and self.arg:
             return f"agent_errors.{self.arg}"
-        if self.kind == "conversation":
-            return f"conversation.{self.arg}"
+        if self.kind in ("conversation", "cost"):
+            return f"{self.kind}.{self.arg}"
         return names.get(self.kind, self.kind).format(self.arg)
 
 
@@ -87,6 +96,10 @@ def parse_figure(text: str) -> Figure:
     head, _, tail = text.partition(".")
     if head == "conversation":
         return _conversation_figure(tail)
+    if head == "cost":
+        if tail in COST:
+            return Figure("cost", tail)
+        raise ValueError(f"no cost figure {tail[:60]!r} (cost.{'|'.join(COST)})")
     if head == "judge" and tail:
         return Figure("judge", tail, highest=1)  # a judge scores from 0 to 1
     if head == "latency" and tail in LATENCY:
@@ -100,7 +113,8 @@ def parse_figure(text: str) -> Figure:
     raise ValueError(
         f"no figure named {text[:60]!r} (figures: pass_rate, pass_at_K, pass_hat_K, "
         "judge.DIMENSION, latency.p50|p90|p99|mean|max, tokens.mean|total|max, "
-        "infra_failure_rate, infra_failures, agent_errors[.KIND], conversation.FIGURE)"
+        "infra_failure_rate, infra_failures, agent_errors[.KIND], conversation.FIGURE, "
+        "cost.FIGURE)"
     )
 
 

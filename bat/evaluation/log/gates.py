@@ -2,7 +2,8 @@
 of a run's chain or ``eval.gate --save`` (a plain ``eval.gate`` is a what-if that writes nothing).
 
 One entry per gate and scope (a gate on each model is one entry per model). ``value`` is
-the figure measured (``None`` when it could not be computed, which fails the gate) and
+the figure measured (``None`` when it could not be computed, which fails the gate; a cost
+gate's ``unit`` is its currency) and
 ``detail`` says why a gate failed in words (the failing tasks, the McNemar p-value).
 The report and the Markdown export read this file; CI reads ``passed``.
 """
@@ -27,6 +28,7 @@ class GateResult(BaseModel):
     model: str  # a model's label, or "all" for every model pooled
     tasks: list[str] | None = None  # the selectors that chose the tasks (None: all)
     value: float | None = None
+    unit: str | None = None  # the value's currency, of a cost gate ("USD"); else None
     passed: bool
     detail: str = ""
 

@@ -7,8 +7,10 @@ a subset (``tasks: [tag:smoke]``) or on every model pooled (``model: all``) is c
 the same way over those rows. Pooled, the same task of two models counts as two tasks.
 
 A gate whose figure cannot be computed (``pass_at_5`` with 3 attempts, a judge
-dimension nobody scored, a model that could not be evaluated) fails: a CI gate that
-passes for lack of data would let anything ship.
+dimension nobody scored, a model that could not be evaluated, a cost of a run made
+before bat priced episodes) fails: a CI gate that passes for lack of data would let
+anything ship. So does a cost gate whose total leaves out unpriced parts: that figure is
+only a lower bound, and a ``cost.total <= 5`` under it would pass a run that cost more.
 
 Whether the numbers can be trusted at all is a separate question (:func:`trust_problems`):
 a model that could not be evaluated, or more infrastructure failures than the budget
@@ -31,9 +33,15 @@ from bat.evaluation.log import run as rundir
 from bat.evaluation.log.gates import GATES_SCHEMA, GateResult, GatesFile
 from bat.evaluation.log.outcome import CREDENTIAL_KINDS, episode_outcome, row_outcome
 from bat.evaluation.log.run import ModelEntry, RunRecord
-from bat.evaluation.log.summary import ConversationFigures, EpisodeRow, Metrics, Summary
+from bat.evaluation.log.summary import (
+    ConversationFigures,
+    CostFigures,
+    EpisodeRow,
+    Metrics,
+    Summary,
+)
 from bat.evaluation.stats import summarize
-from bat.figures import counted, number
+from bat.figures import counted, money, number
 from bat.secrets import Scrubber
 
 TaskTags = Callable[[], dict[str, frozenset[str]]]
@@ -187,15 +195,18 @@ def _answer(spec: GateSpec, scope: _Scope | str, record: RunRecord) -> GateResul
         )
     if threshold is None:
         return _must_pass(base, scope)
-    value, why = figure_value(threshold.figure, scope, record.k)
+    value, why, unit = figure_value(threshold.figure, scope, record.k)
     if value is not None and not math.isfinite(value):
         # Comparisons with NaN are all false, and gates.json must stay strict JSON.
         value, why = None, f"{threshold.figure.name} is {value}, not a number a gate can hold"
-    passed = threshold.holds(value)
+    passed = threshold.holds(value) and not why  # a value with a why is not to be trusted
+    shown = money(value, unit) if unit else number(value)
     detail = why or (
-        "" if passed else f"{number(value)} is not {wanted(threshold.op, threshold.threshold)}"
+        "" if passed else f"{shown} is not {wanted(threshold.op, threshold.threshold)}"
     )
-    return GateResult(**base, model=scope.model, value=value, passed=passed, detail=detail)
+    return GateResult(
+        **base, model=scope.model, value=value, unit=unit, passed=passed, detail=detail
+    )
 
 
 def _must_pass(base: dict, scope: _Scope) -> GateResult:
@@ -217,9 +228,20 @@ def _must_pass(base: dict, scope: _Scope) -> GateResult:
     )
 
 
-def figure_value(figure: Figure, scope: _Scope, k: int) -> tuple[float | None, str]:
-    """The figure over the scope's rows, and why it is None when it is."""
+def figure_value(figure: Figure, scope: _Scope, k: int) -> tuple[float | None, str, str | None]:
+    """The figure over the scope's rows, why it is None (or not to be trusted) when it is,
+    and its unit (a cost's currency; None for the others)."""
     summary, metrics = summarize(scope.rows, k=k, model=scope.model, task_order=scope.tasks)
+    if figure.kind == "cost":
+        value, why = cost_value(summary.cost, figure.arg or "")
+        return value, why, summary.cost.currency if summary.cost else None
+    value, why = _plain_value(figure, scope, summary, metrics)
+    return value, why, None
+
+
+def _plain_value(
+    figure: Figure, scope: _Scope, summary: Summary, metrics: Metrics
+) -> tuple[float | None, str]:
     totals, stats = summary.totals, metrics.summary
     kind, arg = figure.kind, figure.arg
     if kind == "pass_rate":
@@ -261,6 +283,34 @@ def figure_value(figure: Figure, scope: _Scope, k: int) -> tuple[float | None, s
     if kind == "conversation":
         return conversation_value(summary.conversation, arg or "")
     raise AssertionError(f"unknown figure kind {kind}")
+
+
+def cost_value(found: CostFigures | None, arg: str) -> tuple[float | None, str]:
+    """A cost figure (``arg``: ``total``, ``per_episode.p90``, ``judge.total``,
+    ``per_pass``) of summary.json's ``cost``, and why it fails whatever its value: no
+    cost at all (a run made before bat priced episodes), or a figure that leaves out
+    unpriced parts (a lower bound only)."""
+    if found is None:
+        return None, (
+            "no episode of the tasks chosen has a cost (a run made before bat priced "
+            "episodes: run it again to gate on cost)"
+        )
+    if arg == "per_pass":
+        value = found.per_pass
+        why = "" if value is not None else "no attempt passed: there is no cost per pass"
+    elif arg == "judge.total":
+        value, why = found.judge, ""
+    elif arg == "total":
+        value, why = found.total, ""
+    else:
+        value, why = getattr(found.per_episode, arg.removeprefix("per_episode.")), ""
+    if found.unpriced_episodes and not why:
+        why = (
+            f"{money(value, found.currency)} is only a lower bound: "
+            f"{counted(found.unpriced_episodes, 'episode')} of {found.episodes} have parts "
+            f"with no price ({', '.join(found.unpriced)}); set prices: in eval.yaml for them"
+        )
+    return value, why
 
 
 def conversation_value(found: ConversationFigures | None, arg: str) -> tuple[float | None, str]:
@@ -420,7 +470,7 @@ def table(gates: GatesFile) -> str:
     (why one failed is the error's to say: ``GateFailed`` lists each)."""
     rows = [("", "gate", "model", "value", "threshold")]
     for gate in gates.gates:
-        value, threshold = number(gate.value), wanted(gate.op, gate.threshold)
+        value, threshold = shown_value(gate), wanted(gate.op, gate.threshold)
         rows.append(("✓" if gate.passed else "✗", gate.name, gate.model, value, threshold))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = [
@@ -433,6 +483,11 @@ def table(gates: GatesFile) -> str:
         else f"{len(gates.failed)} of {counted(len(gates.gates), 'gate')} failed"
     )
     return "\n".join([*lines, verdict])
+
+
+def shown_value(gate: GateResult) -> str:
+    """A gate's value as its tables show it: a cost with its currency (``0.0102 USD``)."""
+    return money(gate.value, gate.unit) if gate.unit else number(gate.value)
 
 
 def wanted(op: str, threshold: float | None) -> str:

@@ -7,7 +7,12 @@ then ``judge.<dimension>`` for every judge dimension of the run (empty when an e
 was not scored), then, in a run with simulated users only, ``conversation_ended,
 user_turns, simulated_turns, user_tokens`` (how the conversation ended, its user turns,
 those the user model wrote, the user model's tokens; empty for a task without a user),
-then ``reason`` (why it did not pass; empty when it passed).
+then ``reason`` (why it did not pass; empty when it passed), then, in a run that priced
+its episodes only, ``cost.agent, cost.user, cost.judge, cost.total, cost.currency,
+cost.unpriced`` (each payer's part, empty when it had no price; ``cost.unpriced`` names
+the models with none, ``;``-separated: ``cost.total`` is then a lower bound). The cost
+columns come last so every column before keeps its place; a run without cost (an
+older bat's) keeps the columns it always had.
 
 Safe to open in a spreadsheet: a text cell starting with ``=``, ``+``, ``-``, ``@``, a
 tab or a carriage return (which a spreadsheet would run as a formula) is prefixed with
@@ -62,9 +67,32 @@ class CsvExporter:
 CONVERSATION_COLUMNS = ("conversation_ended", "user_turns", "simulated_turns", "user_tokens")
 
 
+# Only in a run whose episodes have a cost, last.
+COST_COLUMNS = (
+    "cost.agent",
+    "cost.user",
+    "cost.judge",
+    "cost.total",
+    "cost.currency",
+    "cost.unpriced",
+)
+
+
 def header(run: RunData) -> list[str]:
     talked = CONVERSATION_COLUMNS if has_conversations(run) else ()
-    return [*COLUMNS, *(f"judge.{name}" for name in dimensions(run)), *talked, "reason"]
+    priced = COST_COLUMNS if has_cost(run) else ()
+    return [*COLUMNS, *(f"judge.{name}" for name in dimensions(run)), *talked, "reason", *priced]
+
+
+def has_cost(run: RunData) -> bool:
+    return any(model.summary.cost is not None for model in run.models)
+
+
+def _cost_cells(row: EpisodeRow) -> list[object]:
+    cost = row.cost
+    if cost is None:
+        return [""] * len(COST_COLUMNS)
+    return [cost.agent, cost.user, cost.judge, cost.total, cost.currency, ";".join(cost.unpriced)]
 
 
 def has_conversations(run: RunData) -> bool:
@@ -101,6 +129,7 @@ def render(run: RunData) -> str:
     writer.writerow(header(run))
     judged = dimensions(run)
     talked = has_conversations(run)
+    priced = has_cost(run)
     for model in run.models:
         for row in model.rows:
             tokens = row.tokens
@@ -123,6 +152,7 @@ def render(run: RunData) -> str:
                 *(scores.get(name) for name in judged),
                 *(_conversation_cells(row) if talked else []),
                 model.reason(row),
+                *(_cost_cells(row) if priced else []),
             ]
             writer.writerow([safe_cell(cell) for cell in cells])
     return buffer.getvalue()

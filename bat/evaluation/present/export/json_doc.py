@@ -5,7 +5,9 @@ per model its totals and per-task figures (summary.json's, unchanged) and one ro
 episode (metrics.json's numbers plus the reason it did not pass). A model's
 ``conversation`` holds summary.json's figures of its conversations with a simulated user,
 an episode's the ``conversation`` of its metrics.json row (null without a simulated user:
-the keys stay the same in every document). Keys come in a fixed
+the keys stay the same in every document). A model's ``cost`` holds summary.json's cost
+figures, an episode's the ``cost`` of its metrics.json row (each null for a run made
+before bat priced episodes; a task's are in its ``tasks`` entry). Keys come in a fixed
 order and are only ever added; ``bat eval.schema export.json`` prints the JSON Schema.
 """
 
@@ -17,7 +19,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from bat.evaluation.log.outcome import row_outcome
-from bat.evaluation.log.summary import ConversationFigures, RowConversation, TaskSummary, Totals
+from bat.evaluation.log.summary import (
+    ConversationFigures,
+    CostFigures,
+    RowConversation,
+    RowCost,
+    TaskSummary,
+    Totals,
+)
 from bat.evaluation.present.export.data import ModelData, RunData
 
 EXPORT_SCHEMA = "bat.export/1"
@@ -62,6 +71,7 @@ class ExportEpisode(BaseModel):
     scores: dict[str, float | None] | None = None  # judge score per dimension
     reason: str = ""
     conversation: RowConversation | None = None  # a task with a simulated user only
+    cost: RowCost | None = None  # null: the run did not price its episodes
 
 
 class ExportModel(BaseModel):
@@ -72,6 +82,7 @@ class ExportModel(BaseModel):
     reason: str | None = None
     totals: Totals | None = None
     conversation: ConversationFigures | None = None  # a model with simulated users only
+    cost: CostFigures | None = None  # null: the run did not price its episodes
     tasks: list[TaskSummary] = Field(default_factory=list)
     episodes: list[ExportEpisode] = Field(default_factory=list)
 
@@ -152,6 +163,7 @@ def _model(model: ModelData) -> ExportModel:
             scores=row.scores,
             reason=model.reason(row),
             conversation=row.conversation,
+            cost=row.cost,
         )
         for row in model.rows
     ]
@@ -163,6 +175,7 @@ def _model(model: ModelData) -> ExportModel:
         reason=model.entry.reason if model.entry else None,
         totals=model.summary.totals,
         conversation=model.summary.conversation,
+        cost=model.summary.cost,
         tasks=model.tasks,
         episodes=episodes,
     )

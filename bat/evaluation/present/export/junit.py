@@ -12,9 +12,14 @@ A task passes when every attempt bat could observe passed. Otherwise:
 The suite's ``<properties>`` carry the model's figures (pass rate, pass@k, pass^k for
 every k, infrastructure failures, agent errors, judge means; for a model with simulated
 users, the figures of its conversations, named as gates name them: ``conversation.pass^3``,
-``conversation.turns.p90``, ``conversation.goal_met``). The layout follows the
-Jenkins/Ant JUnit schema (``tests/data/junit.xsd`` checks it). Everything an agent wrote
-is escaped, and characters XML cannot hold (most control characters) are removed.
+``conversation.turns.p90``, ``conversation.goal_met``; for a run that priced its
+episodes, what they cost, named as gates name them: ``cost.total``,
+``cost.per_episode.p90``, ``cost.per_pass``, with ``cost.currency`` and, when some part
+had no price, ``cost.unpriced``: the total is then a lower bound). The JUnit schema has
+no properties of a test case: each attempt's cost is in its line of ``system-out``. The
+layout follows the Jenkins/Ant JUnit schema (``tests/data/junit.xsd`` checks it).
+Everything an agent wrote is escaped, and characters XML cannot hold (most control
+characters) are removed.
 """
 
 from __future__ import annotations
@@ -24,10 +29,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from bat.evaluation.log.outcome import row_outcome
-from bat.evaluation.log.summary import EpisodeRow, TaskSummary
+from bat.evaluation.log.summary import CostFigures, EpisodeRow, TaskSummary
 from bat.evaluation.present import conversation
 from bat.evaluation.present.export.data import ModelData, RunData
-from bat.figures import counted, seconds
+from bat.figures import counted, money, seconds
 
 # XML 1.0's Char production: everything else cannot appear in a document, escaped or not.
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -160,7 +165,12 @@ def _case(model: ModelData, task: TaskSummary, rows: list[EpisodeRow]) -> tuple[
 def _attempt_line(model: ModelData, row: EpisodeRow) -> str:
     """One attempt as the CI server shows it under the test case."""
     verdict = "passed" if row_outcome(row).passed else "failed"
-    line = f"attempt {row.attempt}: {verdict} (status {row.status}, {seconds(row.wall_time_s)})"
+    cost = f", cost {money(row.cost.total, row.cost.currency)}" if row.cost else ""
+    if row.cost and row.cost.unpriced:
+        cost += " at least"
+    line = (
+        f"attempt {row.attempt}: {verdict} (status {row.status}, {seconds(row.wall_time_s)}{cost})"
+    )
     reason = model.reason(row)
     if reason:
         line += f": {reason}"
@@ -205,12 +215,35 @@ def _properties(run: RunData, model: ModelData) -> list[tuple[str, str]]:
     found += [(f"judge.{name}", stats.mean) for name, stats in (totals.judge or {}).items()]
     if model.summary.conversation is not None:
         found += conversation.figures(model.summary.conversation)
+    if model.summary.cost is not None:
+        found += cost_properties(model.summary.cost)
     if run.record is not None:
         found += [
             ("dataset_sha256", run.record.dataset_sha256),
             ("bat_version", run.record.versions.get("bat-cli")),
         ]
     return [(name, "" if value is None else str(value)) for name, value in found]
+
+
+def cost_properties(cost: CostFigures) -> list[tuple[str, object]]:
+    """A model's cost as properties, named as its gates are (``cost.per_episode.p90``);
+    ``cost.unpriced`` names the models with no price (then every amount is a lower bound)."""
+    found: list[tuple[str, object]] = [
+        ("cost.currency", cost.currency),
+        ("cost.total", cost.total),
+        ("cost.agent", cost.agent),
+        ("cost.user", cost.user),
+        ("cost.judge.total", cost.judge),
+        ("cost.episodes", cost.episodes),
+    ]
+    found += [(f"cost.per_episode.{name}", value) for name, value in cost.per_episode]
+    found += [("cost.per_pass", cost.per_pass)]
+    if cost.unpriced:
+        found += [
+            ("cost.unpriced_episodes", cost.unpriced_episodes),
+            ("cost.unpriced", ", ".join(cost.unpriced)),
+        ]
+    return found
 
 
 def _message(text: str) -> str:

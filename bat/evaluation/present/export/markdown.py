@@ -2,7 +2,9 @@
 
 A headline (run id and status), the gates when the run folder has ``gates.json``, one
 table row per model (passed/attempts, pass rate with its 95 % interval, pass@k, pass^k,
-infrastructure failures, agent errors), a "Simulated users" table when a model had
+infrastructure failures, agent errors; in a run that priced its episodes, what the model
+cost in all, per episode and per passing attempt, a total with unpriced parts marked
+"≥" and explained under the table), a "Simulated users" table when a model had
 conversations with a simulated user (pass^k over them, turns, how they ended, the user
 model's tokens), the failed tasks with the first reason, and the natural-language
 assertions of those tasks that the judges did not find true (failed or undecided).
@@ -16,9 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bat.evaluation.log.summary import CostFigures
 from bat.evaluation.present import conversation
 from bat.evaluation.present.export.data import RunData
-from bat.figures import MISSING, counted, interval, number, percent
+from bat.figures import MISSING, counted, interval, money, number, percent
 
 CELL_LIMIT = 200  # characters of a reason in a table cell
 
@@ -47,10 +50,12 @@ def render(run: RunData) -> str:
     lines = [f"## bat eval: {cell(run.run_id)} ({cell(status)})", ""]
     if run.gates is not None:
         lines += _gates(run.gates)
+    priced = any(model.summary.cost is not None for model in run.models)
     lines += [
         "| Model | Passed | Pass rate (95 % CI) | pass@k | pass^k | Infra failures "
-        "| Agent errors |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| Agent errors |" + (" Cost | Cost/episode | Cost/pass |" if priced else ""),
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |"
+        + (" ---: | ---: | ---: |" if priced else ""),
     ]
     for model in run.models:
         totals = model.summary.totals
@@ -61,12 +66,17 @@ def render(run: RunData) -> str:
             f"| {percent(totals.success_percentage / 100)}{ci95} | {percent(totals.pass_at_k)} "
             f"| {percent(totals.pass_hat_k)} | {totals.infra_failures} "
             f"| {totals.agent_errors_total}{f' ({cell(errors)})' if errors else ''} |"
+            + (_cost_cells(model.summary.cost) if priced else "")
         )
     for entry in run.unevaluated:
         reason = entry.reason or f"status {entry.status}"
-        lines.append(f"| {cell(entry.label)} | – | not evaluated: {cell(reason)} | | | | |")
+        lines.append(
+            f"| {cell(entry.label)} | – | not evaluated: {cell(reason)} | | | | |"
+            + (" | | |" if priced else "")
+        )
     k = run.k
     lines += ["", f"k = {k} attempts per task; pass@k and pass^k at k = {k}.", ""]
+    lines += _unpriced(run)
     lines += _simulated_users(run)
     failed = _failed_tasks(run)
     if failed:
@@ -84,6 +94,33 @@ def render(run: RunData) -> str:
     if run.unreadable:
         lines += [f"{counted(len(run.unreadable), 'episode file')} could not be read.", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _cost_cells(cost: CostFigures | None) -> str:
+    """A model's cost cells: in all, per episode (the mean), per passing attempt; a total
+    with unpriced parts is marked "≥" (it is a lower bound)."""
+    if cost is None:
+        return f" {MISSING} | {MISSING} | {MISSING} |"
+    least = "≥ " if cost.unpriced else ""
+    amounts = (cost.total, cost.per_episode.mean, cost.per_pass)
+    return "".join(
+        f" {least if amount is not None else ''}{money(amount, cost.currency)} |"
+        for amount in amounts
+    )
+
+
+def _unpriced(run: RunData) -> list[str]:
+    """A line per model whose cost leaves parts out (models with no price)."""
+    lines = []
+    for model in run.models:
+        cost = model.summary.cost
+        if cost is not None and cost.unpriced:
+            lines.append(
+                f"Cost of {cell(model.label)} is at least the amount shown: "
+                f"{counted(cost.unpriced_episodes, 'episode')} of {cost.episodes} used models "
+                f"with no price ({cell(', '.join(cost.unpriced))}); set prices: in eval.yaml."
+            )
+    return [*lines, ""] if lines else []
 
 
 def _simulated_users(run: RunData) -> list[str]:
@@ -115,9 +152,13 @@ def _gates(gates: dict[str, Any]) -> list[str]:
         else:
             threshold = f"{gate.get('op') or ''} {_number(gate.get('threshold'))}".strip()
         why = "" if gate.get("passed") else gate.get("detail") or ""
+        value = _number(gate.get("value"))
+        unit = gate.get("unit")
+        if isinstance(unit, str) and isinstance(gate.get("value"), int | float):
+            value = money(gate["value"], unit)  # a cost gate's currency
         lines.append(
             f"| {mark} | {cell(gate.get('name'))} | {cell(gate.get('model') or '')} "
-            f"| {cell(_number(gate.get('value')))} | {cell(threshold)} | {cell(why)} |"
+            f"| {cell(value)} | {cell(threshold)} | {cell(why)} |"
         )
     return [*lines, ""]
 

@@ -36,7 +36,7 @@ from bat.evaluation.log.summary import EpisodeRow
 from bat.evaluation.present.conversation import TABLE_HEADER, table_cells
 from bat.evaluation.present.plot.runs import Run, matches, task_order
 from bat.evaluation.present.plot.specs import ChartSet
-from bat.figures import MISSING, counted, integer, interval, number, percent, seconds
+from bat.figures import MISSING, counted, integer, interval, percent, seconds
 from bat.secrets import Scrubber
 
 REPORT_FILE = "report.html"
@@ -189,7 +189,7 @@ def _template(scrubber: Scrubber) -> Any:
 def _gates(runs: list[Run]) -> list[dict[str, Any]]:
     """The gates.json of each run folder charted, the latest run first (CI's question
     first: did this release pass?)."""
-    from bat.evaluation.present.gates import read, wanted
+    from bat.evaluation.present.gates import read, shown_value, wanted
 
     folders = dict.fromkeys(
         run.folder.parent for run in runs if layout.is_run_folder(run.folder.parent)
@@ -204,7 +204,7 @@ def _gates(runs: list[Run]) -> list[dict[str, Any]]:
                 "passed": gate.passed,
                 "name": gate.name,
                 "model": gate.model,
-                "value": number(gate.value),
+                "value": shown_value(gate),
                 "wanted": wanted(gate.op, gate.threshold),
                 "detail": gate.detail,
             }
