@@ -570,7 +570,8 @@ def compare(
     fail_on_regression: bool = False,
     max_drop: str | None = None,
 ) -> None:
-    """Compare two runs or models: per-task pass-rate change, flipped tasks, McNemar's p."""
+    """Compare two runs or models: per-task pass-rate change, flipped tasks, McNemar's p,
+    and the cost change beside the pass-rate change."""
     import json as json_module
     import sys
 
@@ -579,6 +580,7 @@ def compare(
     from bat.evaluation.present.compare import (
         cannot_tell_of,
         card_warnings,
+        cost_warnings,
         drop_of,
         regression,
         render,
@@ -598,6 +600,8 @@ def compare(
     if not json and drop_of(result) > 0 and (note := cannot_tell_of(result)):
         print(f"Whether B regressed: {note}")  # "not significant" would say too much
     for line in card_warnings(side_a, side_b):  # what makes the two not comparable
+        print(f"warning: {line}", file=sys.stderr)
+    for line in cost_warnings(result):  # costs in two currencies, or one side without
         print(f"warning: {line}", file=sys.stderr)
     if fail_on_regression:
         _, regressed, why = regression(result, max_drop=drop_allowed)

@@ -99,7 +99,10 @@ def parse_figure(text: str) -> Figure:
     if head == "cost":
         if tail in COST:
             return Figure("cost", tail)
-        raise ValueError(f"no cost figure {tail[:60]!r} (cost.{'|'.join(COST)})")
+        raise ValueError(
+            f"no cost figure {tail[:60]!r} (cost.total, cost.per_episode.mean|p90|max, "
+            "cost.judge.total, cost.per_pass)"
+        )
     if head == "judge" and tail:
         return Figure("judge", tail, highest=1)  # a judge scores from 0 to 1
     if head == "latency" and tail in LATENCY:

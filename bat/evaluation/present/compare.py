@@ -8,6 +8,11 @@ Per task: the pass rate on each side and the change; a task *flipped* when its m
 outcome (pass rate ≥ 0.5) changed. Significance is McNemar's exact test on those paired
 task outcomes: of the tasks that flipped, are there more in one direction than chance
 would give? (two-sided binomial test, p = 1 when nothing flipped).
+
+Beside the pass rates, what each side cost (summary.json's ``cost``): the total and the
+cost per episode, before and after, and their relative change — the trade a model
+choice weighs. Costs are compared only in one currency and when both sides have one
+(:func:`cost_warnings` says why not otherwise); a side with unpriced parts shows "≥".
 """
 
 from __future__ import annotations
@@ -19,9 +24,9 @@ from typing import Any
 from bat.errors import InputError
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
-from bat.evaluation.log.summary import Summary, TaskSummary
+from bat.evaluation.log.summary import CostFigures, Summary, TaskSummary
 from bat.evaluation.present.power import mcnemar_exact
-from bat.figures import counted, number, percent, points
+from bat.figures import counted, money, number, percent, points
 from bat.terminal import safe
 
 
@@ -122,7 +127,53 @@ def compare(a: Path, b: Path) -> dict[str, Any]:
         "regressed": regressions,
         "improved": improvements,
         "mcnemar_p": mcnemar_exact(len(regressions), len(improvements)),
+        "cost": _cost_change(left.cost, right.cost),
     }
+
+
+def _cost_change(a: CostFigures | None, b: CostFigures | None) -> dict[str, Any] | None:
+    """The cost of each side and the relative change of the total and of the cost per
+    episode (``change``: B / A − 1; None when A's is 0 or they cannot be compared).
+    None when neither side has a cost."""
+    if a is None and b is None:
+        return None
+    comparable = a is not None and b is not None and a.currency == b.currency
+    found: dict[str, Any] = {"comparable": comparable}
+    for name in ("total", "per_episode"):
+        before, after = _amount(a, name), _amount(b, name)
+        change = None
+        if comparable and before and after is not None:
+            change = round(after / before - 1, 4)
+        found[name] = {"a": before, "b": after, "change": change}
+    for side, cost in (("a", a), ("b", b)):
+        found[side] = (
+            None
+            if cost is None
+            else {"currency": cost.currency, "unpriced": cost.unpriced, "per_pass": cost.per_pass}
+        )
+    return found
+
+
+def _amount(cost: CostFigures | None, name: str) -> float | None:
+    if cost is None:
+        return None
+    return cost.total if name == "total" else cost.per_episode.mean
+
+
+def cost_warnings(result: dict[str, Any]) -> list[str]:
+    """Why the two sides' costs are not compared, in plain words: one side has none (a
+    run made before bat priced episodes) or they are in different currencies."""
+    cost = result.get("cost")
+    if cost is None or cost["comparable"]:
+        return []
+    a, b = cost["a"], cost["b"]
+    if a is None or b is None:
+        which = "A" if a is None else "B"
+        return [
+            f"{which} has no cost (a run made before bat priced episodes): the costs are "
+            "not compared"
+        ]
+    return [f"A is priced in {a['currency']} and B in {b['currency']}: the costs are not compared"]
 
 
 def card_warnings(a: Path, b: Path) -> list[str]:
@@ -172,7 +223,34 @@ def _table(result: dict[str, Any]) -> str:
         f"{len(result['regressed'])} regressed, {len(result['improved'])} improved; "
         f"McNemar exact p = {number(result['mcnemar_p'])}",
     ]
+    lines += _cost_lines(result)
     return "\n".join(lines)
+
+
+def _cost_lines(result: dict[str, Any]) -> list[str]:
+    """The cost beside the pass rate: ``cost  0.0102 USD → 0.0153 USD (+50.0 %)``, the
+    total and per episode; "≥" marks a side with unpriced parts (a lower bound)."""
+    cost = result.get("cost")
+    if cost is None:
+        return []
+    lines = []
+    for name, label in (("total", "cost"), ("per_episode", "cost per episode")):
+        figure = cost[name]
+        before = _side_amount(figure["a"], cost["a"])
+        after = _side_amount(figure["b"], cost["b"])
+        change = figure["change"]
+        relative = f" ({100 * change:+.1f} %)" if change is not None else ""
+        lines.append(f"{label:<17} {before} → {after}{relative}")
+    pass_rate = points(-drop_of(result))
+    lines[0] += f"; pass rate {pass_rate}"
+    return ["", *lines]
+
+
+def _side_amount(amount: float | None, side: dict[str, Any] | None) -> str:
+    if side is None:
+        return "no cost"
+    least = "≥ " if side["unpriced"] and amount is not None else ""
+    return least + money(amount, side["currency"])
 
 
 def _summary(folder: Path) -> Summary:
