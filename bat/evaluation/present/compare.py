@@ -133,11 +133,17 @@ def compare(a: Path, b: Path) -> dict[str, Any]:
 
 def _cost_change(a: CostFigures | None, b: CostFigures | None) -> dict[str, Any] | None:
     """The cost of each side and the relative change of the total and of the cost per
-    episode (``change``: B / A − 1; None when A's is 0 or they cannot be compared).
-    None when neither side has a cost."""
+    episode (``change``: B / A − 1; None when A's is 0 or they cannot be compared: a side
+    without cost, two currencies, or a side with unpriced parts, whose cost is only a
+    lower bound). None when neither side has a cost."""
     if a is None and b is None:
         return None
-    comparable = a is not None and b is not None and a.currency == b.currency
+    comparable = (
+        a is not None
+        and b is not None
+        and a.currency == b.currency
+        and not (a.unpriced or b.unpriced)
+    )
     found: dict[str, Any] = {"comparable": comparable}
     for name in ("total", "per_episode"):
         before, after = _amount(a, name), _amount(b, name)
@@ -162,7 +168,8 @@ def _amount(cost: CostFigures | None, name: str) -> float | None:
 
 def cost_warnings(result: dict[str, Any]) -> list[str]:
     """Why the two sides' costs are not compared, in plain words: one side has none (a
-    run made before bat priced episodes) or they are in different currencies."""
+    run made before bat priced episodes), they are in different currencies, or a side
+    left parts unpriced (its cost is a lower bound)."""
     cost = result.get("cost")
     if cost is None or cost["comparable"]:
         return []
@@ -173,7 +180,16 @@ def cost_warnings(result: dict[str, Any]) -> list[str]:
             f"{which} has no cost (a run made before bat priced episodes): the costs are "
             "not compared"
         ]
-    return [f"A is priced in {a['currency']} and B in {b['currency']}: the costs are not compared"]
+    if a["currency"] != b["currency"]:
+        return [
+            f"A is priced in {a['currency']} and B in {b['currency']}: the costs are not compared"
+        ]
+    return [
+        f"{name}'s cost is a lower bound ({', '.join(side['unpriced'])} had no price): the "
+        "change is not computed (set prices: in eval.yaml)"
+        for name, side in (("A", a), ("B", b))
+        if side["unpriced"]
+    ]
 
 
 def card_warnings(a: Path, b: Path) -> list[str]:
@@ -241,7 +257,7 @@ def _cost_lines(result: dict[str, Any]) -> list[str]:
         change = figure["change"]
         relative = f" ({100 * change:+.1f} %)" if change is not None else ""
         lines.append(f"{label:<17} {before} → {after}{relative}")
-    pass_rate = points(-drop_of(result))
+    pass_rate = points(-drop_of(result) or 0.0)  # no "-0.0 points"
     lines[0] += f"; pass rate {pass_rate}"
     return ["", *lines]
 
