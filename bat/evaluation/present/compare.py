@@ -25,6 +25,7 @@ from bat.errors import InputError
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.summary import CostFigures, Summary, TaskSummary
+from bat.evaluation.present.cost_shown import UNKNOWN, known
 from bat.evaluation.present.power import mcnemar_exact
 from bat.figures import counted, money, number, percent, points
 from bat.terminal import safe
@@ -135,9 +136,9 @@ def _cost_change(a: CostFigures | None, b: CostFigures | None) -> dict[str, Any]
     """The cost of each side and the relative change of the total and of the cost per
     episode (``change``: B / A − 1; None when A's is 0 or they cannot be compared: a side
     without cost, two currencies, or a side with unpriced parts, whose cost is only a
-    lower bound). None when neither side has a cost."""
-    if a is None and b is None:
-        return None
+    lower bound). None when no cost is known of either side."""
+    if not (known(a) or known(b)):
+        return None  # nothing priced on either side (an older run, or no prices:)
     comparable = (
         a is not None
         and b is not None
@@ -155,7 +156,12 @@ def _cost_change(a: CostFigures | None, b: CostFigures | None) -> dict[str, Any]
         found[side] = (
             None
             if cost is None
-            else {"currency": cost.currency, "unpriced": cost.unpriced, "per_pass": cost.per_pass}
+            else {
+                "currency": cost.currency,
+                "unpriced": cost.unpriced,
+                "per_pass": cost.per_pass,
+                "known": known(cost),
+            }
         )
     return found
 
@@ -265,6 +271,8 @@ def _cost_lines(result: dict[str, Any]) -> list[str]:
 def _side_amount(amount: float | None, side: dict[str, Any] | None) -> str:
     if side is None:
         return "no cost"
+    if not side["known"]:
+        return UNKNOWN
     least = "≥ " if side["unpriced"] and amount is not None else ""
     return least + money(amount, side["currency"])
 

@@ -33,14 +33,15 @@ def write_run(
     letters: dict[str, str],
     *,
     agent: str = "script:m",
+    judge: str = "script:judge",
     currency: str | None = None,
     priced: bool = True,
     tokens: int = 10,
 ) -> Path:
     """A finished run of one model ``m`` (``letters`` as :func:`logkit.outcomes`): each
     episode priced (agent ``tokens`` prompt tokens, half as many completion tokens, and
-    one judge call) unless not ``priced`` (a run of a bat before prices); an ``agent``
-    not in :data:`PRICES` is unpriced."""
+    one judge call) unless not ``priced`` (a run of a bat before prices); an ``agent`` or
+    ``judge`` not in :data:`PRICES` is unpriced."""
     run_dir = output / run_id
     run_dir.mkdir(parents=True)
     record = rundir.RunRecord(
@@ -54,6 +55,6 @@ def write_run(
         book = PriceBook(Prices.model_validate(entries))
         for item in episodes:
             cost = episode_cost(book, item, Spec(agent))
-            item.cost = with_judges(cost, book, [(Spec("script:judge"), JUDGE_TOKENS)])
+            item.cost = with_judges(cost, book, [(Spec(judge), JUDGE_TOKENS)])
     logkit.write_model(run_dir / "m", episodes, run_id=run_id)
     return run_dir

@@ -42,6 +42,7 @@ def runs(tmp_path_factory):
         "dearer": write_run(root, "dearer", {"t1": "pp", "t2": "pp"}, tokens=30),
         "unpriced": write_run(root, "unpriced", LETTERS, agent="script:ours"),
         "old": write_run(root, "old", LETTERS, priced=False),
+        "nothing": write_run(root, "nothing", LETTERS, agent="script:a", judge="script:j"),
         "euros": write_run(root, "euros", LETTERS, currency="EUR"),
     }
 
@@ -63,7 +64,7 @@ def test_every_export_carries_the_cost(runs, tmp_path):
     assert float(properties["cost.judge.total"]) == cost["judge"]
     assert "cost.unpriced" not in properties
     out = suite.find("testcase[@name='t1']/system-out").text
-    assert f", cost {money(rows[0]['cost']['total'])})" in out
+    assert f"answer: done\n  cost: {money(rows[0]['cost']['total'])}\nattempt 2" in out
     # CSV: the cost columns last, one row per episode
     table = list(csv.reader(io.StringIO(found["csv"])))
     assert tuple(table[0][-len(COST_COLUMNS) :]) == COST_COLUMNS
@@ -93,7 +94,7 @@ def test_unpriced_parts_are_said_and_a_run_without_cost_exports_as_before(runs, 
         (p.get("name"), p.get("value")) for p in ET.fromstring(found["junit"]).iter("property")
     )
     assert properties["cost.unpriced"] == "script:ours"
-    assert "at least)" in found["junit"]  # each attempt's line
+    assert "cost: ≥ 0.000420 USD (no price for script:ours)" in found["junit"]  # each attempt
     assert "| ≥ " in found["markdown"]
     assert (
         "Cost of m is at least the amount shown: 4 episodes of 4 used models with no price "
@@ -106,6 +107,14 @@ def test_unpriced_parts_are_said_and_a_run_without_cost_exports_as_before(runs, 
     assert "cost." not in old["junit"]
     (model,) = json.loads(old["json"])["models"]
     assert model["cost"] is None and model["episodes"][0]["cost"] is None
+    # nothing priced (no prices: for any model): "unknown", never "0 USD", and no column
+    nothing = exported(made["nothing"], tmp_path)
+    assert (
+        "Cost of m unknown: no price for script:a, script:j (set prices: in eval.yaml)."
+        in (nothing["markdown"])
+    )
+    assert "| Cost |" not in nothing["markdown"]
+    assert "cost: unknown (no price for script:a, script:j)" in nothing["junit"]
 
 
 def test_compare_shows_the_cost_change_beside_the_pass_rate_change(runs):
@@ -139,6 +148,7 @@ def test_compare_shows_the_cost_change_beside_the_pass_rate_change(runs):
         ("priced", "euros", "A is priced in USD and B in EUR: the costs are not compared", "EUR"),
         ("old", "priced", "A has no cost (a run made before bat priced episodes)", "no cost →"),
         ("priced", "unpriced", "B's cost is a lower bound (script:ours had no price)", "→ ≥ "),
+        ("nothing", "priced", "A's cost is a lower bound (script:a, script:j had no", "unknown →"),
     ],
 )
 def test_compare_warns_when_the_runs_price_differently(runs, a, b, warning, shown):
@@ -148,3 +158,4 @@ def test_compare_warns_when_the_runs_price_differently(runs, a, b, warning, show
     costs = result.out.split("McNemar")[1]
     assert shown in costs and "%)" not in costs  # no change computed
     assert f"warning: {warning}" in result.err
+    assert "no cost" not in bat("eval.compare", "nothing", "old", cwd=root).out  # none known

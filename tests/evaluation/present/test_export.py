@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from junitparser import Error, Failure, JUnitXml
 
-from bat.evaluation.present.export.csv_rows import FORMULA_STARTS, safe_cell
+from bat.evaluation.present.export.csv_rows import COST_COLUMNS, FORMULA_STARTS, safe_cell
 from tests.conftest import REPO, run_bat
 from tests.evalkit import episodes, make_project, run_dirs, summary
 
@@ -113,7 +113,9 @@ def test_csv_has_a_row_per_episode_and_no_formula(made, tmp_path):
         rows = list(csv.DictReader(handle))
     assert len(rows) == 2 * len(TASKS) == len(episodes(run_dir))
     assert list(rows[0])[:6] == ["run_id", "model", "task_id", "attempt", "status", "passed"]
-    assert list(rows[0])[-1] == "reason"
+    # a run of this bat has a cost: its columns come after reason (the echo agent's unknown)
+    assert list(rows[0])[-len(COST_COLUMNS) - 1 :] == ["reason", *COST_COLUMNS]
+    assert rows[0]["cost.agent"] == "" and rows[0]["cost.unpriced"] == "agent:agent-default"
     by_task = {}
     for row in rows:
         by_task.setdefault(row["task_id"], []).append(row)

@@ -16,7 +16,7 @@ users, the figures of its conversations, named as gates name them: ``conversatio
 episodes, what they cost, named as gates name them: ``cost.total``,
 ``cost.per_episode.p90``, ``cost.per_pass``, with ``cost.currency`` and, when some part
 had no price, ``cost.unpriced``: the total is then a lower bound). The JUnit schema has
-no properties of a test case: each attempt's cost is in its line of ``system-out``. The
+no properties of a test case: each attempt's cost is under its line in ``system-out``. The
 layout follows the Jenkins/Ant JUnit schema (``tests/data/junit.xsd`` checks it).
 Everything an agent wrote is escaped, and characters XML cannot hold (most control
 characters) are removed.
@@ -31,8 +31,9 @@ from pathlib import Path
 from bat.evaluation.log.outcome import row_outcome
 from bat.evaluation.log.summary import CostFigures, EpisodeRow, TaskSummary
 from bat.evaluation.present import conversation
+from bat.evaluation.present.cost_shown import amount
 from bat.evaluation.present.export.data import ModelData, RunData
-from bat.figures import counted, money, seconds
+from bat.figures import counted, seconds
 
 # XML 1.0's Char production: everything else cannot appear in a document, escaped or not.
 _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -165,12 +166,7 @@ def _case(model: ModelData, task: TaskSummary, rows: list[EpisodeRow]) -> tuple[
 def _attempt_line(model: ModelData, row: EpisodeRow) -> str:
     """One attempt as the CI server shows it under the test case."""
     verdict = "passed" if row_outcome(row).passed else "failed"
-    cost = f", cost {money(row.cost.total, row.cost.currency)}" if row.cost else ""
-    if row.cost and row.cost.unpriced:
-        cost += " at least"
-    line = (
-        f"attempt {row.attempt}: {verdict} (status {row.status}, {seconds(row.wall_time_s)}{cost})"
-    )
+    line = f"attempt {row.attempt}: {verdict} (status {row.status}, {seconds(row.wall_time_s)})"
     reason = model.reason(row)
     if reason:
         line += f": {reason}"
@@ -180,6 +176,10 @@ def _attempt_line(model: ModelData, row: EpisodeRow) -> str:
         if len(answer) > OUTPUT_LIMIT:
             answer = answer[:OUTPUT_LIMIT] + f"... ({len(answer)} characters)"
         line += "\n  answer: " + answer.replace("\n", "\n  ")
+    if row.cost is not None:
+        line += f"\n  cost: {amount(row.cost.total, row.cost)}"
+        if row.cost.unpriced:
+            line += f" (no price for {', '.join(row.cost.unpriced)})"
     return line
 
 

@@ -4,10 +4,11 @@ A headline (run id and status), the gates when the run folder has ``gates.json``
 table row per model (passed/attempts, pass rate with its 95 % interval, pass@k, pass^k,
 infrastructure failures, agent errors; in a run that priced its episodes, what the model
 cost in all, per episode and per passing attempt, a total with unpriced parts marked
-"≥" and explained under the table), a "Simulated users" table when a model had
-conversations with a simulated user (pass^k over them, turns, how they ended, the user
-model's tokens), the failed tasks with the first reason, and the natural-language
-assertions of those tasks that the judges did not find true (failed or undecided).
+"≥" and explained under the table, a model with no price at all said so in a line), a
+"Simulated users" table when a model had conversations with a simulated user (pass^k
+over them, turns, how they ended, the user model's tokens), the failed tasks with the
+first reason, and the natural-language assertions of those tasks that the judges did
+not find true (failed or undecided).
 Table cells are escaped: ``|`` and ``<`` cannot break the table or open HTML, and
 newlines are folded. When ``$GITHUB_STEP_SUMMARY`` is set (a GitHub Actions step), the
 file is also appended to it (:func:`bat.evaluation.present.export.append_step_summary`).
@@ -20,6 +21,7 @@ from typing import Any
 
 from bat.evaluation.log.summary import CostFigures
 from bat.evaluation.present import conversation
+from bat.evaluation.present.cost_shown import amount, known
 from bat.evaluation.present.export.data import RunData
 from bat.figures import MISSING, counted, interval, money, number, percent
 
@@ -50,7 +52,7 @@ def render(run: RunData) -> str:
     lines = [f"## bat eval: {cell(run.run_id)} ({cell(status)})", ""]
     if run.gates is not None:
         lines += _gates(run.gates)
-    priced = any(model.summary.cost is not None for model in run.models)
+    priced = any(known(model.summary.cost) for model in run.models)
     lines += [
         "| Model | Passed | Pass rate (95 % CI) | pass@k | pass^k | Infra failures "
         "| Agent errors |" + (" Cost | Cost/episode | Cost/pass |" if priced else ""),
@@ -101,12 +103,8 @@ def _cost_cells(cost: CostFigures | None) -> str:
     with unpriced parts is marked "≥" (it is a lower bound)."""
     if cost is None:
         return f" {MISSING} | {MISSING} | {MISSING} |"
-    least = "≥ " if cost.unpriced else ""
     amounts = (cost.total, cost.per_episode.mean, cost.per_pass)
-    return "".join(
-        f" {least if amount is not None else ''}{money(amount, cost.currency)} |"
-        for amount in amounts
-    )
+    return "".join(f" {amount(value, cost)} |" for value in amounts)
 
 
 def _unpriced(run: RunData) -> list[str]:
@@ -114,11 +112,19 @@ def _unpriced(run: RunData) -> list[str]:
     lines = []
     for model in run.models:
         cost = model.summary.cost
-        if cost is not None and cost.unpriced:
+        if cost is None or not cost.unpriced:
+            continue
+        models = cell(", ".join(cost.unpriced))
+        if known(cost):
             lines.append(
                 f"Cost of {cell(model.label)} is at least the amount shown: "
                 f"{counted(cost.unpriced_episodes, 'episode')} of {cost.episodes} used models "
-                f"with no price ({cell(', '.join(cost.unpriced))}); set prices: in eval.yaml."
+                f"with no price ({models}); set prices: in eval.yaml."
+            )
+        else:
+            lines.append(
+                f"Cost of {cell(model.label)} unknown: no price for {models} "
+                "(set prices: in eval.yaml)."
             )
     return [*lines, ""] if lines else []
 
