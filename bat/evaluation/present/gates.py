@@ -40,6 +40,7 @@ from bat.evaluation.log.summary import (
     Metrics,
     Summary,
 )
+from bat.evaluation.present.cost_shown import known
 from bat.evaluation.stats import summarize
 from bat.figures import counted, money, number
 from bat.secrets import Scrubber
@@ -304,6 +305,11 @@ def cost_value(found: CostFigures | None, arg: str) -> tuple[float | None, str]:
         value, why = found.total, ""
     else:
         value, why = getattr(found.per_episode, arg.removeprefix("per_episode.")), ""
+    if not known(found):
+        return None, (
+            f"no cost is known: {', '.join(found.unpriced)} had no price; set prices: in "
+            "eval.yaml for them"
+        )
     if found.unpriced_episodes and not why:
         why = (
             f"{money(value, found.currency)} is only a lower bound: "

@@ -83,6 +83,13 @@ def test_a_cost_with_unpriced_parts_is_a_lower_bound_and_never_passes(tmp_path):
     assert found["value"] > 0 and not found["passed"]  # the judge's part alone
     assert "only a lower bound: 6 episodes of 6 have parts with no price" in found["detail"]
     assert "(script:llama-ours); set prices: in eval.yaml" in found["detail"]
+    nothing = write_run(tmp_path, "r2", LETTERS, agent="script:a", judge="script:j")
+    assert gate(nothing, "cost.total <= 1").code == 1
+    (found,) = gates_of(nothing)
+    assert found["value"] is None  # not 0: nothing of it is known
+    assert found["detail"] == (
+        "no cost is known: script:a, script:j had no price; set prices: in eval.yaml for them"
+    )
 
 
 def test_a_run_without_cost_fails_a_cost_gate_saying_why(tmp_path):
