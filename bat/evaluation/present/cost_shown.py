@@ -8,8 +8,9 @@ of a run without ``prices:``) is "unknown", never "0 USD". The figures themselve
 
 from __future__ import annotations
 
+from bat.evaluation.log.gates import GateResult
 from bat.evaluation.log.summary import CostFigures, RowCost
-from bat.figures import MISSING, money
+from bat.figures import MISSING, money, number
 
 UNKNOWN = "unknown"
 
@@ -29,3 +30,9 @@ def amount(value: float | None, cost: CostFigures | RowCost | None) -> str:
     if cost.unpriced and not value:
         return UNKNOWN
     return ("≥ " if cost.unpriced else "") + money(value, cost.currency)
+
+
+def gate_value(gate: GateResult) -> str:
+    """A gate's value as its tables show it (the terminal, the report, the viewer): a
+    cost gate's with its currency (``0.0102 USD``), any other as a plain number."""
+    return money(gate.value, gate.unit) if gate.unit else number(gate.value)

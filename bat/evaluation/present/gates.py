@@ -40,7 +40,7 @@ from bat.evaluation.log.summary import (
     Metrics,
     Summary,
 )
-from bat.evaluation.present.cost_shown import known
+from bat.evaluation.present.cost_shown import gate_value, known
 from bat.evaluation.stats import summarize
 from bat.figures import counted, money, number
 from bat.secrets import Scrubber
@@ -476,7 +476,7 @@ def table(gates: GatesFile) -> str:
     (why one failed is the error's to say: ``GateFailed`` lists each)."""
     rows = [("", "gate", "model", "value", "threshold")]
     for gate in gates.gates:
-        value, threshold = shown_value(gate), wanted(gate.op, gate.threshold)
+        value, threshold = gate_value(gate), wanted(gate.op, gate.threshold)
         rows.append(("✓" if gate.passed else "✗", gate.name, gate.model, value, threshold))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = [
@@ -489,11 +489,6 @@ def table(gates: GatesFile) -> str:
         else f"{len(gates.failed)} of {counted(len(gates.gates), 'gate')} failed"
     )
     return "\n".join([*lines, verdict])
-
-
-def shown_value(gate: GateResult) -> str:
-    """A gate's value as its tables show it: a cost with its currency (``0.0102 USD``)."""
-    return money(gate.value, gate.unit) if gate.unit else number(gate.value)
 
 
 def wanted(op: str, threshold: float | None) -> str:

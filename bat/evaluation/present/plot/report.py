@@ -189,7 +189,8 @@ def _template(scrubber: Scrubber) -> Any:
 def _gates(runs: list[Run]) -> list[dict[str, Any]]:
     """The gates.json of each run folder charted, the latest run first (CI's question
     first: did this release pass?)."""
-    from bat.evaluation.present.gates import read, shown_value, wanted
+    from bat.evaluation.present.cost_shown import gate_value
+    from bat.evaluation.present.gates import read, wanted
 
     folders = dict.fromkeys(
         run.folder.parent for run in runs if layout.is_run_folder(run.folder.parent)
@@ -204,7 +205,7 @@ def _gates(runs: list[Run]) -> list[dict[str, Any]]:
                 "passed": gate.passed,
                 "name": gate.name,
                 "model": gate.model,
-                "value": shown_value(gate),
+                "value": gate_value(gate),
                 "wanted": wanted(gate.op, gate.threshold),
                 "detail": gate.detail,
             }

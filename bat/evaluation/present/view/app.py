@@ -47,6 +47,7 @@ from starlette.routing import Route
 
 from bat.errors import InputError
 from bat.evaluation.log import batcli
+from bat.evaluation.present.cost_shown import gate_value
 from bat.evaluation.present.view import pages
 from bat.evaluation.present.view.watch import OUTCOMES, OUTCOMES_MANY, RunWatch
 from bat.figures import counted, number, percent, points, seconds
@@ -110,6 +111,7 @@ def make_app(
         points=points,
         seconds=seconds,
         number=number,
+        gate_value=gate_value,
         counted=counted,
         as_json=pages.as_json,
     )
