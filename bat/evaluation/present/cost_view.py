@@ -53,11 +53,8 @@ def episode_parts(cost: EpisodeCost | None) -> list[tuple[str, str]]:
     if cost is None:
         return []
     currency = cost.currency
-    if cost.agent is not None:
-        agent = money(cost.agent, currency)
-    else:  # no price, or the agent reported no tokens
-        agent = "unpriced" if cost.unpriced else MISSING
-    parts = [("agent", agent)]
+    # None: no price (its model is named in ``unpriced``), or the agent reported no tokens
+    parts = [("agent", MISSING if cost.agent is None else money(cost.agent, currency))]
     for name, value in (("simulated user", cost.user), ("judges", cost.judge)):
         if value is not None:
             parts.append((name, money(value, currency)))

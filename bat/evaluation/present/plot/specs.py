@@ -18,6 +18,7 @@ is imported inside :func:`build_charts`, so ``bat --help`` never loads it.
 
 from __future__ import annotations
 
+import textwrap
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ READING = {
 # The cost axis turns logarithmic when the dearest run costs this many times the cheapest:
 # on a linear axis the cheap runs would sit on top of one another.
 LOG_COST_RATIO = 30.0
+SUBTITLE_WIDTH = 90  # characters of a chart's subtitle line (about the width of the chart)
 LABEL_LIMIT = 60  # columns of a label drawn in a chart (a wide character, 😀 or 東, is 2)
 # Rows of the task heatmap: beyond them the renderer runs out of stack (about 1,500 tasks)
 # and nobody reads the chart anyway; a larger dataset shows its worst tasks.
@@ -120,7 +122,11 @@ def build_charts(runs: list[Run], task_filter: str | None = None) -> ChartSet:
             continue
         title, chart, *said = made
         reading = said[0] if said else READING[name]
-        heading = alt.TitleParams(title, subtitle=reading, subtitleColor="#56606b")
+        # a long reading goes on lines of its own: one line would be wider than the chart
+        subtitle = (
+            textwrap.wrap(reading, SUBTITLE_WIDTH) if len(reading) > SUBTITLE_WIDTH else reading
+        )
+        heading = alt.TitleParams(title, subtitle=subtitle, subtitleColor="#56606b")
         spec = chart.properties(title=heading).to_dict(validate=False)
         result.charts.append(Chart(name=name, title=title, spec=spec, reading=reading))
     return result
@@ -485,10 +491,13 @@ def _cost_points(runs: list[Run]) -> tuple[list[dict[str, Any]], str, list[Run]]
     most runs have (a run in another currency cannot be put on the same axis)."""
     from bat.figures import money
 
+    # a run with nothing priced (its every part unpriced) would sit at zero, cheapest of
+    # all and on the frontier by a cost nobody measured: it is left out
     priced = [
         run for run in runs
         if run.cost is not None and run.cost.per_episode.mean is not None
         and run.pass_rate is not None
+        and not (run.cost.total == 0 and run.cost.unpriced_episodes)
     ]  # fmt: skip
     if not priced:
         return [], "", []
@@ -532,7 +541,10 @@ def _cost_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
     x = alt.X(
         "cost:Q",
         title=x_title,
-        scale=alt.Scale(type="log", nice=False) if log else alt.Scale(zero=True, nice=True),
+        # padding: a point at either end is drawn whole, not cut by the plot's edge
+        scale=alt.Scale(type="log", nice=False, padding=14)
+        if log
+        else alt.Scale(zero=True, nice=True, padding=14),
         axis=alt.Axis(format="~g" if log else "~r", labelOverlap=True),
     )
     y = alt.Y(

@@ -423,6 +423,7 @@ class EpisodeView:
     several_judges: bool = False  # an assertion was put to more than one judge
     assertions_in_verdict: bool = False  # they are checks of the verdict too (assertion:N)
     cost: list[tuple[str, str]] = field(default_factory=list)  # (payer, amount), total last
+    illustrative_prices: bool = False  # the run's card says some price is made up
 
 
 # An assertion's decision as the page words it, and the class that colours it.
@@ -440,6 +441,7 @@ def episode_page(run_dir: Path, model: str, path: Path) -> EpisodeView:
     outcome, view.outcome_text = outcome_of(episode)
     view.outcome = outcome.word
     view.cost = episode_parts(episode.cost)
+    view.illustrative_prices = bool(view.cost) and illustrative(card_prices(run_dir))
     dimensions = episode.scores.dimensions if episode.scores else {}
     for name, value in dimensions.items():
         view.dimensions.append(
