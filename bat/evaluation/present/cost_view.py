@@ -25,12 +25,21 @@ def lower_bound(figures: CostFigures) -> str:
     return "at least " if figures.unpriced_episodes else ""
 
 
+def nothing_priced(figures: CostFigures) -> bool:
+    """Every part with a cost had no price (a run of a model no price is known for)."""
+    return figures.total == 0 and figures.unpriced_episodes > 0
+
+
 def figures_cells(figures: CostFigures | None) -> dict[str, Any]:
     """The model's cost as table cells: total, per episode (mean) and per pass, each
     with its currency; ``unpriced``: the models without a price (the total is less)."""
     if figures is None:
         return {"total": MISSING, "per_episode": MISSING, "per_pass": MISSING, "unpriced": []}
     least, currency = lower_bound(figures), figures.currency
+    if nothing_priced(figures):  # "at least 0 USD" would say nothing
+        return {"total": "unpriced", "per_episode": MISSING, "per_pass": MISSING,
+                "p90": MISSING, "parts": MISSING, "unpriced": list(figures.unpriced),
+                "unpriced_episodes": figures.unpriced_episodes}  # fmt: skip
     return {
         "total": least + money(figures.total, currency),
         "per_episode": least + money(figures.per_episode.mean, currency),

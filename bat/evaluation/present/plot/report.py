@@ -34,7 +34,7 @@ from bat.evaluation.log.outcome import EpisodeOutcome, episode_outcome, row_outc
 from bat.evaluation.log.scores import JudgeScores
 from bat.evaluation.log.summary import EpisodeRow
 from bat.evaluation.present.conversation import TABLE_HEADER, table_cells
-from bat.evaluation.present.cost_view import figures_cells
+from bat.evaluation.present.cost_view import figures_cells, nothing_priced
 from bat.evaluation.present.plot.runs import Run, matches, task_order
 from bat.evaluation.present.plot.specs import ChartSet
 from bat.figures import MISSING, counted, integer, interval, money, number, percent, seconds
@@ -563,12 +563,14 @@ def _cost_cell(run: Run) -> dict[str, Any]:
     cells = figures_cells(run.cost)
     if run.cost is None:
         return {"lines": [MISSING], "notes": []}
-    notes = []
-    if cells["unpriced"]:
-        notes.append("unpriced: " + ", ".join(cells["unpriced"]) + " (a lower bound)")
+    named = ", ".join(cells["unpriced"])
+    if nothing_priced(run.cost):  # no amount to give: "unpriced", and which models
+        lines, notes = ["unpriced"], [f"no price for {named}"] if named else []
+    else:
+        lines = [cells["total"], f"{cells['per_episode']} / episode", f"{cells['per_pass']} / pass"]
+        notes = [f"unpriced: {named} (a lower bound)"] if named else []
     if run.illustrative_prices:
         notes.append("prices are illustrative")
-    lines = [cells["total"], cells["per_episode"] + " / episode", cells["per_pass"] + " / pass"]
     return {"lines": lines, "notes": notes}
 
 
@@ -629,7 +631,7 @@ def _task_rows(runs: list[Run], tasks: list[str]) -> list[dict[str, Any]]:
 def _task_cost(cost: Any, shared: str | None) -> str:
     """A task cell's cost: the mean of an episode, bare when the table's currency is one
     ("" when the task has no cost; "≥" before a lower bound)."""
-    if cost is None or cost.per_episode.mean is None:
+    if cost is None or cost.per_episode.mean is None or nothing_priced(cost):
         return ""
     amount = money(cost.per_episode.mean, cost.currency)
     if shared is not None:

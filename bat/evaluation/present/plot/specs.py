@@ -489,6 +489,7 @@ def pareto_front(points: list[tuple[float, float]]) -> list[bool]:
 def _cost_points(runs: list[Run]) -> tuple[list[dict[str, Any]], str, list[Run]]:
     """One point per run that has a cost per episode and a pass rate, in the currency
     most runs have (a run in another currency cannot be put on the same axis)."""
+    from bat.evaluation.present.cost_view import nothing_priced
     from bat.figures import money
 
     # a run with nothing priced (its every part unpriced) would sit at zero, cheapest of
@@ -497,7 +498,7 @@ def _cost_points(runs: list[Run]) -> tuple[list[dict[str, Any]], str, list[Run]]
         run for run in runs
         if run.cost is not None and run.cost.per_episode.mean is not None
         and run.pass_rate is not None
-        and not (run.cost.total == 0 and run.cost.unpriced_episodes)
+        and not nothing_priced(run.cost)
     ]  # fmt: skip
     if not priced:
         return [], "", []

@@ -158,6 +158,18 @@ def test_an_unpriced_model_is_a_lower_bound_in_the_report(tmp_path):
     assert '2/2<br><span class="cost">≥ 0.000100</span>' in page
 
 
+def test_a_run_with_nothing_priced_says_unpriced_and_is_no_point(tmp_path):
+    said: list[str] = []
+    write_run(tmp_path, "20260101-000000-x", "p:nowhere", {"t1": "pf"}, k=2,
+              prices=PriceBook(say=said.append))  # fmt: skip
+    runs = find_runs(tmp_path)
+    assert runs[0].cost is not None and runs[0].cost.total == 0
+    assert build_charts(runs).absent == ["pass_rate_cost"]  # not a point at zero cost
+    page = render_report(tmp_path, runs, ChartSet(), scrubber=logkit.NO_SECRETS)
+    assert '<td class="num cost">unpriced<br><span class="note">no price for p:nowhere' in page
+    assert "at least 0" not in page and '<span class="cost">' not in page
+
+
 def test_runs_without_cost_have_no_cost_chart_column_or_word(tmp_path):
     write_run(tmp_path, "20250101-000000-old", "p:old", {"t1": "ppf"})
     runs = find_runs(tmp_path)
