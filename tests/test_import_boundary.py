@@ -23,6 +23,7 @@ HEAVY = [
     "httpx",
     "starlette",
     "google.protobuf",
+    "genai_prices",
 ]
 
 PROBE = """

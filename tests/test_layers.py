@@ -36,7 +36,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("bat.evaluation.log",),
     ("bat.agents",),  # the adapters' types, registry, workspaces: eval.yaml names one
     ("bat.evaluation.inputs",),
-    ("bat.evaluation.stats", "bat.evaluation.verdict", "bat.evaluation.verdict_workspace"),
+    (
+        "bat.evaluation.stats",
+        "bat.evaluation.cost",
+        "bat.evaluation.verdict",
+        "bat.evaluation.verdict_workspace",
+    ),
     ("bat.evaluation.run", "bat.agents.cli_session"),  # a CLI's episodes, as the runner's
     ("bat.evaluation.judging",),
     ("bat.evaluation.present",),
