@@ -582,9 +582,8 @@ def _cost_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
     reading = READING["pass_rate_cost"]
     left_out = len(runs) - len(drawn)
     if left_out:
-        reading += (
-            f"; {left_out} run{'s' if left_out > 1 else ''} without a cost in {currency} left out"
-        )
+        runs_left = f"{left_out} run{'s' if left_out > 1 else ''}"
+        reading += f"; {runs_left} without a known cost in {currency} left out"
     if any(row["lower_bound"] for row in rows):
         reading += "; some costs are lower bounds (unpriced models)"
     if any(run.illustrative_prices for run in drawn):

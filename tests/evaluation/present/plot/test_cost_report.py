@@ -111,7 +111,7 @@ def test_the_cost_chart_has_a_point_per_run_and_the_pareto_frontier(priced):
     # a hundred times dearer: the cost axis is logarithmic, and says so, and its currency
     assert points["encoding"]["x"]["title"] == "cost per episode (mean, USD, log scale)"
     subtitle = " ".join(chart.spec["title"]["subtitle"])  # lines: as wide as the chart
-    assert "1 run without a cost in USD left out" in subtitle
+    assert "1 run without a known cost in USD left out" in subtitle
     assert "prices are illustrative" in subtitle
 
 
