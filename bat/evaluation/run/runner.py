@@ -25,6 +25,11 @@ a freed slot is warm. Cold episodes are marked ``cold: true``, count for every v
 and are left out of the latency figures and of the ETA. An agent bat did not start
 (``agent.start: false``) has no start bat saw: nothing is marked.
 
+**When the run's cost budget is reached** (``evaluation.max_cost``, ``--max-cost``: see
+``run.budget``), no new episode starts: the workers stop taking from ``pending``, the
+episodes in flight end and are written, and the rest are not written at all (missing,
+so ``--resume`` runs them), unlike the ``not_run`` records below.
+
 **When the model's key is missing** (its first ``CREDENTIAL_STOP_AFTER`` episodes all end
 ``authentication_failed``), the rest are recorded ``not_run`` in the same way rather than
 each failing alike (:class:`CredentialWatch`).
