@@ -35,8 +35,14 @@ def priced_project(root, **evaluation):
     project = make_project(root, TASKS, agent="tool_agent", concurrency=1, **evaluation)
     (project / "model.json").write_text(json.dumps([{"reply": "unused"}]))
     config = yaml.safe_load((project / "eval/eval.yaml").read_text())
-    config["models"] = [{"provider": "openai", "model": "house", "script": "model.json"}]
-    config["prices"] = {"house": {"input": 1000, "output": 2000, "note": "a test's"}}
+    config["models"] = [
+        {"provider": "openai", "model": "house", "script": "model.json"},
+        {"provider": "openai", "model": "other", "script": "model.json"},
+    ]
+    config["prices"] = {
+        "house": {"input": 1000, "output": 2000, "note": "a test's"},
+        "other": {"input": 500, "output": 1000},
+    }
     (project / "eval/eval.yaml").write_text(yaml.safe_dump(config))
     return project, config
 
@@ -53,7 +59,8 @@ def test_a_budget_stops_the_run_part_way_resume_finishes_it_and_the_dry_run_esti
     dry = bat("eval.run", "--dry-run", cwd=project)
     assert dry.code == 0 and "cost estimate  unknown until a run" in dry.out
 
-    # Each episode costs 0.03 USD: after three, 0.09 reaches 0.07; the rest never start.
+    # Each episode of house costs 0.03 USD: after three, 0.09 reaches 0.07; the rest never
+    # start, and neither does the other model (one budget for the whole run).
     stopped = bat("eval.run", "--max-cost", "0.07", cwd=project)
     assert stopped.code == 3, stopped.err
     (run_dir,) = run_dirs(project)
@@ -61,27 +68,35 @@ def test_a_budget_stops_the_run_part_way_resume_finishes_it_and_the_dry_run_esti
     assert "budget reached: 0.0900 USD spent of max_cost 0.0700 USD" in stopped.out
     assert len(episodes(run_dir, MODEL)) == 3  # kept; the three others are missing
     record = json.loads((run_dir / "run.json").read_text())
-    assert record["status"] == "partial" and record["models"][0]["status"] == "stopped"
+    assert record["status"] == "partial"
+    assert [model["status"] for model in record["models"]] == ["stopped", "stopped"]
+    assert "[openai:other] not started: the budget (max_cost 0.0700 USD)" in stopped.out
+    assert "starting the agent" in stopped.out.split("[openai:other]")[0]
+    assert not (run_dir / "openai_other" / "episodes").exists()
     assert (
         "the budget (max_cost 0.0700 USD) was reached with 0.0900 USD spent: 3 episodes not "
         f"run (finish the run with a higher budget: bat eval.run --resume {run_dir.name} "
         "--max-cost Y)"
     ) in stopped.err
+    assert "openai:other: the budget (max_cost 0.0700 USD) was reached with 0.0900 USD " in (
+        stopped.err
+    )
     assert summary(run_dir, MODEL)["cost"]["episodes"] == 3  # summarized as other partial runs
 
     done = bat("eval.run", "--resume", run_dir.name, "--max-cost", "1", cwd=project)
     assert done.code == 0, done.err
     assert "0.0900 USD spent already" in done.out
-    assert len(episodes(run_dir, MODEL)) == 6
+    assert len(episodes(run_dir, MODEL)) == 6 and len(episodes(run_dir, "openai_other")) == 6
     assert json.loads((run_dir / "run.json").read_text())["status"] == "completed"
 
     dry = bat("eval.run", "--dry-run", cwd=project)
     assert f"from run {run_dir.name}'s cost per episode" in dry.out
     assert "[openai:house] about 0.180 USD (6 episodes; each task at its own cost" in dry.out
+    assert "[openai:other] about 0.0900 USD (6 episodes" in dry.out
     estimate = estimate_of(dry.out)
     again = bat("eval.run", cwd=project)  # the same run again: its real cost
     assert again.code == 0, again.err
-    real = summary(run_dirs(project)[-1], MODEL)["cost"]["total"]
+    real = sum(summary(run_dirs(project)[-1], m)["cost"]["total"] for m in (MODEL, "openai_other"))
     assert real > 0 and abs(estimate - real) <= 0.1 * real
 
 
