@@ -12,7 +12,8 @@ would give? (two-sided binomial test, p = 1 when nothing flipped).
 Beside the pass rates, what each side cost (summary.json's ``cost``): the total and the
 cost per episode, before and after, and their relative change — the trade a model
 choice weighs. Costs are compared only in one currency and when both sides have one
-(:func:`cost_warnings` says why not otherwise); a side with unpriced parts shows "≥".
+(:func:`cost_warnings` says why not otherwise); a side with unpriced parts shows "at
+least", one with nothing priced "unpriced".
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from bat.errors import InputError
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.summary import CostFigures, Summary, TaskSummary
-from bat.evaluation.present.cost_shown import UNKNOWN, known
+from bat.evaluation.present.cost_shown import AT_LEAST, UNPRICED, known
 from bat.evaluation.present.power import mcnemar_exact
 from bat.figures import counted, money, number, percent, points
 from bat.terminal import safe
@@ -251,7 +252,7 @@ def _table(result: dict[str, Any]) -> str:
 
 def _cost_lines(result: dict[str, Any]) -> list[str]:
     """The cost beside the pass rate: ``cost  0.0102 USD → 0.0153 USD (+50.0 %)``, the
-    total and per episode; "≥" marks a side with unpriced parts (a lower bound)."""
+    total and per episode; "at least" marks a side with unpriced parts (a lower bound)."""
     cost = result.get("cost")
     if cost is None:
         return []
@@ -272,8 +273,8 @@ def _side_amount(amount: float | None, side: dict[str, Any] | None) -> str:
     if side is None:
         return "no cost"
     if not side["known"]:
-        return UNKNOWN
-    least = "≥ " if side["unpriced"] and amount is not None else ""
+        return UNPRICED
+    least = AT_LEAST if side["unpriced"] and amount is not None else ""
     return least + money(amount, side["currency"])
 
 

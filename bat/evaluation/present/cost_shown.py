@@ -1,8 +1,9 @@
-"""How a cost is shown beside the other figures (exports, ``eval.compare``, gates).
+"""How a cost is shown in the exports, ``eval.compare`` and the gates' tables, in the
+words of the report and the viewer (:mod:`bat.evaluation.present.cost_view`).
 
-An amount with unpriced parts is a lower bound and says so ("≥ 0.0102 USD"); a cost of
-which nothing is known (every episode's models unpriced, nothing added: the echo agent
-of a run without ``prices:``) is "unknown", never "0 USD". The figures themselves are
+An amount with unpriced parts is a lower bound and says so ("at least 0.0102 USD"); a
+cost of which nothing is known (every part unpriced: the echo agent of a run without
+``prices:``) is "unpriced", never "0 USD". The figures themselves are
 :func:`bat.evaluation.stats.cost_figures`'; this module only words them.
 """
 
@@ -10,26 +11,26 @@ from __future__ import annotations
 
 from bat.evaluation.log.gates import GateResult
 from bat.evaluation.log.summary import CostFigures, RowCost
+from bat.evaluation.present.cost_view import nothing_priced
 from bat.figures import MISSING, money, number
 
-UNKNOWN = "unknown"
+UNPRICED = "unpriced"
+AT_LEAST = "at least "
 
 
 def known(cost: CostFigures | None) -> bool:
     """Whether anything of ``cost`` is known: some part of some episode had a price."""
-    if cost is None:
-        return False
-    return cost.total > 0 or cost.unpriced_episodes < cost.episodes
+    return cost is not None and not nothing_priced(cost)
 
 
 def amount(value: float | None, cost: CostFigures | RowCost | None) -> str:
-    """``value`` (an amount of ``cost``) in its currency, "≥" before a lower bound;
-    "unknown" when nothing of it had a price."""
+    """``value`` (an amount of ``cost``) in its currency, "at least" before a lower
+    bound; "unpriced" when nothing of it had a price."""
     if cost is None or value is None:
         return MISSING
     if cost.unpriced and not value:
-        return UNKNOWN
-    return ("≥ " if cost.unpriced else "") + money(value, cost.currency)
+        return UNPRICED
+    return (AT_LEAST if cost.unpriced else "") + money(value, cost.currency)
 
 
 def gate_value(gate: GateResult) -> str:

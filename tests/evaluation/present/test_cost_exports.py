@@ -94,8 +94,10 @@ def test_unpriced_parts_are_said_and_a_run_without_cost_exports_as_before(runs, 
         (p.get("name"), p.get("value")) for p in ET.fromstring(found["junit"]).iter("property")
     )
     assert properties["cost.unpriced"] == "script:ours"
-    assert "cost: ≥ 0.000420 USD (no price for script:ours)" in found["junit"]  # each attempt
-    assert "| ≥ " in found["markdown"]
+    assert (
+        "cost: at least 0.000420 USD (no price for script:ours)" in found["junit"]
+    )  # each attempt
+    assert "| at least " in found["markdown"]
     assert (
         "Cost of m is at least the amount shown: 4 episodes of 4 used models with no price "
         "(script:ours); set prices: in eval.yaml." in found["markdown"]
@@ -107,14 +109,14 @@ def test_unpriced_parts_are_said_and_a_run_without_cost_exports_as_before(runs, 
     assert "cost." not in old["junit"]
     (model,) = json.loads(old["json"])["models"]
     assert model["cost"] is None and model["episodes"][0]["cost"] is None
-    # nothing priced (no prices: for any model): "unknown", never "0 USD", and no column
+    # nothing priced (no prices: for any model): "unpriced", never "0 USD", and no column
     nothing = exported(made["nothing"], tmp_path)
     assert (
-        "Cost of m unknown: no price for script:a, script:j (set prices: in eval.yaml)."
+        "Cost of m unpriced: no price for script:a, script:j (set prices: in eval.yaml)."
         in (nothing["markdown"])
     )
     assert "| Cost |" not in nothing["markdown"]
-    assert "cost: unknown (no price for script:a, script:j)" in nothing["junit"]
+    assert "cost: unpriced (no price for script:a, script:j)" in nothing["junit"]
 
 
 def test_compare_shows_the_cost_change_beside_the_pass_rate_change(runs):
@@ -147,8 +149,13 @@ def test_compare_shows_the_cost_change_beside_the_pass_rate_change(runs):
     [
         ("priced", "euros", "A is priced in USD and B in EUR: the costs are not compared", "EUR"),
         ("old", "priced", "A has no cost (a run made before bat priced episodes)", "no cost →"),
-        ("priced", "unpriced", "B's cost is a lower bound (script:ours had no price)", "→ ≥ "),
-        ("nothing", "priced", "A's cost is a lower bound (script:a, script:j had no", "unknown →"),
+        (
+            "priced",
+            "unpriced",
+            "B's cost is a lower bound (script:ours had no price)",
+            "→ at least ",
+        ),
+        ("nothing", "priced", "A's cost is a lower bound (script:a, script:j had no", "unpriced →"),
     ],
 )
 def test_compare_warns_when_the_runs_price_differently(runs, a, b, warning, shown):

@@ -4,7 +4,7 @@ A headline (run id and status), the gates when the run folder has ``gates.json``
 table row per model (passed/attempts, pass rate with its 95 % interval, pass@k, pass^k,
 infrastructure failures, agent errors; in a run that priced its episodes, what the model
 cost in all, per episode and per passing attempt, a total with unpriced parts marked
-"≥" and explained under the table, a model with no price at all said so in a line), a
+"at least" and explained under the table, a model with no price at all said so in a line), a
 "Simulated users" table when a model had conversations with a simulated user (pass^k
 over them, turns, how they ended, the user model's tokens), the failed tasks with the
 first reason, and the natural-language assertions of those tasks that the judges did
@@ -100,7 +100,7 @@ def render(run: RunData) -> str:
 
 def _cost_cells(cost: CostFigures | None) -> str:
     """A model's cost cells: in all, per episode (the mean), per passing attempt; a total
-    with unpriced parts is marked "≥" (it is a lower bound)."""
+    with unpriced parts is marked "at least" (it is a lower bound)."""
     if cost is None:
         return f" {MISSING} | {MISSING} | {MISSING} |"
     amounts = (cost.total, cost.per_episode.mean, cost.per_pass)
@@ -123,7 +123,7 @@ def _unpriced(run: RunData) -> list[str]:
             )
         else:
             lines.append(
-                f"Cost of {cell(model.label)} unknown: no price for {models} "
+                f"Cost of {cell(model.label)} unpriced: no price for {models} "
                 "(set prices: in eval.yaml)."
             )
     return [*lines, ""] if lines else []
