@@ -39,6 +39,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic_core import PydanticCustomError
 
 from bat.errors import BatError, ConfigError
+from bat.evaluation.inputs.prices import Prices
 from bat.figures import counted
 from bat.input_files import CONFIG_LIMIT, dotted, json_lines, parse_json, parse_yaml, read_text
 from bat.locate import validation_problems
@@ -215,12 +216,16 @@ class InitSettings(_Section):
 
 
 class EvalSettings(_Section):
-    """``eval``: the evaluation file, the image ``eval.run`` evaluates, and whether the
-    stages after a run draw its charts and report."""
+    """``eval``: the evaluation file, the image ``eval.run`` evaluates, whether the
+    stages after a run draw its charts and report, and a team's prices (under eval.yaml's
+    ``prices:``, over genai-prices': kept once for every project)."""
 
     file: Text = None
     image: Image = None
     charts: Boolean = None
+    # eval.yaml's own type (a mapping, no variable can hold one): a price reads the same
+    # from either file. null or every entry commented out: no prices of this layer.
+    prices: Prices = None
 
 
 class DockerSettings(_Section):

@@ -21,6 +21,7 @@ the table (``MAX_PRICES`` entries): a price is typed by a person.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from typing import Annotated, Any
@@ -43,7 +44,16 @@ def _price(value: Any) -> Any:
     return value
 
 
+def _currency(value: Any) -> Any:
+    """A currency code in capitals, as the prices are written: ``usd`` is refused, not
+    read as USD, so one spelling is kept across files."""
+    if not isinstance(value, str) or not _CURRENCY.fullmatch(value):
+        raise ValueError(f"expected a three-letter currency code in capitals (USD), got {value!r}")
+    return value
+
+
 Price = Annotated[float, BeforeValidator(_price), Field(ge=0, le=MAX_PRICE)]
+Currency = Annotated[str, BeforeValidator(_currency)]
 
 
 class PriceEntry(BaseModel):
@@ -54,8 +64,25 @@ class PriceEntry(BaseModel):
     input: Price
     output: Price
     cached_input: Price | None = None  # None: the input price
-    currency: str = Field(default="USD", pattern=_CURRENCY.pattern)
+    currency: Currency = "USD"
     note: str | None = Field(default=None, min_length=1, max_length=200)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, value: Any) -> Any:
+        """An unknown key (``inptu:``) in one line naming the likely one, before pydantic
+        would add that ``input`` is missing too."""
+        if not isinstance(value, dict):
+            return value
+        known = list(cls.model_fields)
+        for key in value:
+            if key not in known:
+                close = difflib.get_close_matches(str(key), known, n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise ValueError(
+                    f"unknown key {str(key)[:40]!r}{hint}: a price has {', '.join(known)}"
+                )
+        return value
 
     @property
     def cached(self) -> float:
