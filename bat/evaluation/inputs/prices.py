@@ -53,7 +53,7 @@ def _currency(value: Any) -> Any:
 
 
 Price = Annotated[float, BeforeValidator(_price), Field(ge=0, le=MAX_PRICE)]
-Currency = Annotated[str, BeforeValidator(_currency)]
+Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$"), BeforeValidator(_currency)]
 
 
 class PriceEntry(BaseModel):
