@@ -35,7 +35,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from invoke import Config
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    create_model,
+)
 from pydantic_core import PydanticCustomError
 
 from bat.errors import BatError, ConfigError
@@ -189,6 +197,16 @@ Image = Annotated[bool | str | None, _read_by(image, optional=True)]
 Block = BeforeValidator(_empty_if_null)
 NotAMapping = Annotated[Any, BeforeValidator(_not_a_mapping)]
 
+# Each entry whole: a layer's entry replaces a lower layer's of the same model, never
+# merged key by key (exclude_unset would keep only the keys the file wrote).
+TeamPrices = Annotated[
+    Prices,
+    PlainSerializer(
+        lambda prices: {name: entry.model_dump() for name, entry in prices.root.items()},
+        when_used="unless-none",
+    ),
+]
+
 # -- the groups ------------------------------------------------------------------------
 # A field's default None means "this layer does not set it": only the keys a layer sets
 # are kept (exclude_unset), and the real defaults are the ns.configure blocks.
@@ -225,7 +243,7 @@ class EvalSettings(_Section):
     charts: Boolean = None
     # eval.yaml's own type (a mapping, no variable can hold one): a price reads the same
     # from either file. null or every entry commented out: no prices of this layer.
-    prices: Prices = None
+    prices: TeamPrices = None
 
 
 class DockerSettings(_Section):

@@ -112,6 +112,9 @@ def test_eval_show_says_each_models_price_and_where_it_is_from(tmp_path, bat, ho
     (made / "eval" / "eval.yaml").write_text(yaml.safe_dump(config))
     team = {"m-one": {"input": 9, "output": 9}, "openai:m-two": {"input": 1, "output": 3}}
     (made / "bat.yaml").write_text(yaml.safe_dump({"eval": {"prices": team}}))
+    # ~/.bat.yaml's entry of the same model: replaced whole, not merged key by key
+    mine = {"openai:m-two": {"input": 7, "output": 7, "cached_input": 4}}
+    (home / ".bat.yaml").write_text(yaml.safe_dump({"eval": {"prices": mine}}))
     result = bat("eval.show", cwd=made)
     assert result.code == 0, result.err
     lines = result.out.splitlines()
@@ -128,6 +131,7 @@ def test_eval_show_says_each_models_price_and_where_it_is_from(tmp_path, bat, ho
         "eval.yaml",
         "bat.yaml",
     ]
+    assert listed[1]["price"]["cached_input"] == 1  # the project's entry, whole
 
 
 def test_the_schema_of_eval_yaml_has_prices_and_their_entries():
