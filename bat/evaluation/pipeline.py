@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bat.errors import BatError, Interrupted, OperationError, UsageError
+from bat.evaluation.budgeting import budget_limit, check_priced, start_budget
 from bat.evaluation.card import finish_card, write_card
 from bat.evaluation.context import RunContext
 from bat.evaluation.inputs.config import ResolvedConfig
@@ -63,11 +64,16 @@ def run_evaluation(
     selection: Selection | None = None,
     shard: Shard | None = None,
     say: Say = print,
+    max_cost: float | None = None,
 ) -> RunReport:
     """Run every missing episode of every model (of the tasks ``selection`` chooses, of
-    the slice ``shard`` holds); returns the run and what it lacks."""
+    the slice ``shard`` holds); returns the run and what it lacks. ``max_cost`` (over
+    ``evaluation.max_cost``) is the run's budget (``bat.evaluation.budgeting``)."""
     resolved, scrubber, say = ctx.resolved, ctx.scrubber, ctx.say(say)
     checked = preflight(resolved)
+    limit = budget_limit(resolved, max_cost)
+    if limit is not None:  # an unpriced model: refused before the run folder is made
+        check_priced(ctx, limit, checked.dataset.tasks)
     for warning in checked.warnings:
         ctx.warn(warning)
     if checked.agent_python is not None:
@@ -128,11 +134,13 @@ def run_evaluation(
     write_card(run_dir, resolved, checked.dataset, scrubber, ctx.prices.record())
     ctx.run_dir = run_dir
     say(f"run {run_dir}")
+    resumed = bool(resume or retry_infra)
+    budget = start_budget(ctx, run_dir, limit, resumed, say) if limit is not None else None
     errors: list[BatError] = []
     try:
         for index, (model, record) in enumerate(zip(resolved.models, records, strict=True)):
             chosen = shard.slicer(index, checked.dataset.tasks, evaluation.k) if shard else None
-            error = _evaluate_model(ctx, checked, model, record, retry_infra, say, chosen)
+            error = _evaluate_model(ctx, checked, model, record, retry_infra, say, chosen, budget)
             errors += [error] if error else []
             rundir.update_run(run_dir, scrubber=scrubber, models=_entries(records))
         return _conclude(ctx, records, errors)
@@ -193,7 +201,7 @@ def _entries(records: list[ModelRecord]) -> list[dict]:
 
 
 def _evaluate_model(
-    ctx: RunContext, checked, model, record, retry_infra, say, chosen=None
+    ctx: RunContext, checked, model, record, retry_infra, say, chosen=None, budget=None
 ) -> BatError | None:
     """Run one model (only the episodes ``chosen`` keeps, when a shard runs); a failure is
     recorded for that model (and returned), and the run goes on."""
@@ -213,6 +221,7 @@ def _evaluate_model(
             infra=ctx.infra,
             python=checked.agent_python,
             prices=ctx.prices,
+            budget=budget,
         )
     except BatError as exc:
         several = record.replicas is not None and record.replicas > 1
@@ -243,7 +252,10 @@ def _conclude(ctx: RunContext, records: list[ModelRecord], errors: list[BatError
     not evaluated, more infrastructure failures than ``evaluation.max_infra_failures``)."""
     run_dir, scrubber = ctx.run_dir, ctx.scrubber
     lost = [r for r in records if r.status == "failed"]
-    status = "failed" if len(lost) == len(records) else "partial" if lost else "completed"
+    stopped = [r for r in records if r.status == "stopped"]  # by the budget: episodes missing
+    status = (
+        "failed" if len(lost) == len(records) else "partial" if lost or stopped else "completed"
+    )
     infra = {r.label: store.infra_failures(run_dir / r.dir, ctx.infra) for r in records}
     infra_total = sum(len(found) for found in infra.values())
     rundir.update_run(

@@ -226,7 +226,11 @@ def show(c: Context, json: bool = False) -> None:
         "tag": "Run only the tasks with this tag (repeatable: all of them).",
         "exclude_tag": "Leave out the tasks with this tag (repeatable).",
         "limit": "Run only the first N tasks chosen.",
-        "dry_run": "Check everything and print the plan; start and write nothing.",
+        "dry_run": "Check everything and print the plan and its cost estimate (from the "
+        "last run's cost per episode); start and write nothing.",
+        "max_cost": "The run's budget, in its prices' currency (over evaluation.max_cost): "
+        "no new episode starts once the cost spent and in flight reach it (exit 3; "
+        "--resume with a higher one finishes the run).",
         "gate": "A gate, 'FIGURE OP NUMBER' (repeatable), beside eval.yaml's gates.",
         "baseline": "Gate on no significant regression against this run.",
         "max_drop": "With --baseline: the largest pass-rate drop allowed, a fraction (0.05 = "
@@ -262,6 +266,7 @@ def run(
     shard: str | None = None,
     image: str | bool | None = None,
     agent: str | None = None,
+    max_cost: str | None = None,
 ) -> None:
     """Run the dataset k times per model against the live agent, then judge, summarize, gate.
 
@@ -269,7 +274,8 @@ def run(
     eval.judge -> eval.summarize -> eval.gate -> eval.plot -> eval.export -> conclude.
     Each episode is written to the run directory as it ends; Ctrl-C keeps them, and
     --resume finishes the run. Exit status 1 when a gate failed, 3 when the numbers are incomplete
-    (infrastructure failures over the budget, or a model could not be evaluated).
+    (infrastructure failures over the budget, a model could not be evaluated, or the cost
+    budget --max-cost stopped the run).
     """
     from bat.evaluation.inputs.gate_specs import command_line_gates
     from bat.evaluation.inputs.selection import Selection
@@ -286,6 +292,7 @@ def run(
     selection = Selection.of(task, tag, exclude_tag, _number(limit, "--limit", int))
     cli_gates = command_line_gates(gate or [], baseline, _number(max_drop, "--max-drop"))
     sliced = Shard.parse(shard) if shard is not None else None
+    budget = _max_cost(max_cost)
     ctx = context(c)
     image = setting(c, image, "eval.image", None)  # eval.image: a chain's way to set it
     if image not in (None, False):  # --image alone is True: the image bat build made
@@ -299,7 +306,14 @@ def run(
 
         ctx.dry_run = True
         gates = [*resolved.config.gates, *cli_gates]
-        text, warnings = plan(resolved, selection, gates, sliced, ctx.team_prices)
+        text, warnings = plan(
+            resolved,
+            selection,
+            gates,
+            sliced,
+            extra=_estimate(ctx, budget),
+            team_prices=ctx.team_prices,
+        )
         for warning in warnings:
             ctx.warn(warning)
         print(text)
@@ -321,6 +335,7 @@ def run(
             retry_infra=retry_infra,
             selection=selection,
             shard=sliced,
+            max_cost=budget,
         )
     except BaseException:
         ctx.stop_viewer()
@@ -328,6 +343,40 @@ def run(
     ctx.run_dir = report.run_dir
     ctx.untrusted = report.untrusted
     ctx.chained = True
+
+
+def _max_cost(text: str | None) -> float | None:
+    """``--max-cost``'s amount (None: not given); a bad one is one line, exit 2."""
+    from bat.errors import UsageError
+    from bat.evaluation.inputs.budget import parse_max_cost
+
+    if text is None or text == "":
+        return None
+    try:
+        return parse_max_cost(str(text))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _estimate(ctx, flag: float | None):
+    """The dry run's cost lines, for the tasks it would run (``present.show.plan``)."""
+    from bat.evaluation.budgeting import budget_limit, check_priced
+    from bat.evaluation.estimate import estimate_lines, last_run_costs
+    from bat.figures import money
+
+    def lines(tasks: list) -> list[str]:
+        resolved, book = ctx.resolved, ctx.prices
+        limit = budget_limit(resolved, flag)
+        if limit is not None:
+            check_priced(ctx, limit, tasks)
+        earlier = last_run_costs(resolved.output_dir, book.currency)
+        ids = [task.id for task in tasks]
+        found = estimate_lines(resolved, ids, book, earlier, resolved.model_label)
+        if limit is not None:
+            found.append(f"budget         max_cost {money(limit, book.currency)}")
+        return found
+
+    return lines
 
 
 def _enter_agent(c: Context, name: str) -> None:

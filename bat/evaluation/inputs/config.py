@@ -45,6 +45,7 @@ from pydantic import (
 )
 
 from bat.errors import InputError, UsageError
+from bat.evaluation.inputs.budget import MaxCost
 from bat.evaluation.inputs.compat import COMPAT_HINT, COMPAT_LINE, UnknownKeys
 from bat.evaluation.inputs.gate_specs import GateSpec
 from bat.evaluation.inputs.prices import Prices
@@ -548,6 +549,9 @@ class EvaluationSection(_Strict):
     turn_timeout_s: Seconds = 60
     # Infrastructure failures a run may have and still be trusted (exit 0 rather than 3).
     max_infra_failures: Count = Field(default=0, ge=0)
+    # The most the run may spend, in the prices' currency (inputs.budget): no new episode
+    # starts once the cost spent and the estimate of those in flight reach it.
+    max_cost: MaxCost | None = None
     # Leave each agent start's cold episodes out of the latency figures and the ETA
     # (runner.py says which episodes are cold); false: every episode counts, as before.
     warm_latency: Flag = True

@@ -220,6 +220,9 @@ _EVAL_YAML_KEYS = {
         "turn_timeout_s": "a turn without a final answer by then is a timeout",
         "max_infra_failures": "infrastructure failures a run may have and still be "
         "trusted (more: exit status 3)",
+        "max_cost": "the run's budget, in its prices' currency: no new episode starts once "
+        "the cost spent and in flight reach it (the run ends partial, exit 3; --max-cost "
+        "wins)",
         "warm_latency": "leave the first wave of episodes after each agent start (its cold "
         "start) out of the latency figures and the ETA; false: count them",
         "extra_spans": "span files of the agents this one calls",

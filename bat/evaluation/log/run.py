@@ -83,7 +83,9 @@ class ModelEntry(BaseModel):
     dir: str  # the model folder, relative to the run folder
     provider: str | None = None
     model: str | None = None
-    status: str = "pending"  # pending, completed, failed (could not be evaluated)
+    # pending, completed, failed (could not be evaluated), stopped (the cost budget: some
+    # episodes not run)
+    status: str = "pending"
     reason: str | None = None
     log_tail: list[str] = Field(default_factory=list)
     episodes_run: int = 0

@@ -359,15 +359,21 @@ def trust_problems(
     run_dir: Path, max_infra_failures: int, infra: store.InfraCache | None = None
 ) -> list[str]:
     """Why a run's numbers are not to be trusted (empty: they are): a model that could
-    not be evaluated, planned episodes missing (``eval.merge --partial``), or more
-    infrastructure failures than ``max_infra_failures`` (``infra``: what the stages
-    before counted, while the episodes are unchanged)."""
+    not be evaluated (or that the run's cost budget stopped), planned episodes missing
+    (``eval.merge --partial``), or more infrastructure failures than
+    ``max_infra_failures`` (``infra``: what the stages before counted, while the
+    episodes are unchanged)."""
     record = rundir.read_run(run_dir)
     problems = []
     for model in record.models:
         if model.status == "failed":  # its reason, then the end of the log it names
             problems.append(f"{model.label} could not be evaluated: {model.reason}")
             problems += [f"  | {line}" for line in model.log_tail[-rundir.TAIL_SHOWN :]]
+        elif model.status == "stopped":  # the run's budget: its missing episodes run later
+            problems.append(
+                f"{model.label}: {model.reason} (finish the run with a higher budget: "
+                f"bat eval.run --resume {run_dir.name} --max-cost Y)"
+            )
     if record.missing_episodes:  # eval.merge --partial
         problems.append(
             f"{counted(len(record.missing_episodes), 'planned episode')} missing "

@@ -258,11 +258,14 @@ def plan(
     selection: Any,
     gates: list[Any],
     shard: Any = None,
+    extra: Any = None,
     team_prices: Any = None,
 ) -> tuple[str, list[str]]:
     """``eval.run --dry-run``: every input checked as ``eval.run`` checks it (the dataset,
     the agent's files, the judges' keys), then what would run — nothing is started and
-    nothing is written. Returns the plan and the warnings worth saying."""
+    nothing is written. Returns the plan and the warnings worth saying. ``extra`` gives
+    more lines for the chosen tasks (the cost estimate, ``bat.evaluation.estimate``);
+    ``team_prices``: bat.yaml's, for the models' prices."""
     from bat.evaluation.inputs.preflight import preflight
 
     checked = preflight(resolved)
@@ -302,6 +305,8 @@ def plan(
         lines.append(f"shard          slice {shard}: {mine} of those {those}")
     if checked.agent_python is not None:  # what eval.run's first line will say
         lines.append(checked.agent_python.line())
+    if extra is not None:
+        lines += extra(chosen.tasks)
     lines.append("dry run: nothing was started or written")
     return "\n".join(lines), checked.warnings
 

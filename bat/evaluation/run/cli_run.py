@@ -18,6 +18,7 @@ from bat.agents.registry import ready
 from bat.agents.workspace import Resource, Source
 from bat.evaluation.inputs.config import ModelSpec, ResolvedConfig
 from bat.evaluation.inputs.dataset import Dataset
+from bat.evaluation.run.budget import CostBudget
 from bat.evaluation.run.progress import Progress
 from bat.evaluation.run.runner import CredentialWatch, EpisodeRunner, run_on_a_loop
 from bat.secrets import Scrubber
@@ -62,6 +63,7 @@ def run_cli_work(
     say: Callable[[str], None],
     scrubber: Scrubber,
     pricing: Callable | None = None,
+    budget: CostBudget | None = None,
 ) -> None:
     """Run ``work`` (the model's missing episodes) against the CLI agent; fills ``record``;
     ``pricing`` gives each episode its cost."""
@@ -110,7 +112,9 @@ def run_cli_work(
         warm_latency=False,
         connect=session,
         pricing=pricing,
+        cost_budget=budget,
     )
+    before = budget.not_scheduled if budget is not None else 0
     try:
         run_on_a_loop(lambda: runner.run(work))
     except BaseException:
@@ -119,8 +123,11 @@ def run_cli_work(
     finally:
         record.binding = f"{adapter.name}{program_version(adapter)} (command line)"
     progress.finish()
-    record.episodes_run += len(work)
-    record.status = "completed"
+    if budget is not None:
+        budget.settle(record, before, len(work))
+    else:
+        record.episodes_run += len(work)
+        record.status = "completed"
 
 
 def program_version(adapter) -> str:

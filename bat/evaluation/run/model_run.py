@@ -31,6 +31,7 @@ from bat.evaluation.run.agent_card import card_answers
 from bat.evaluation.run.agent_container import engine_is_local
 from bat.evaluation.run.agent_process import AgentProcess, shown_command, tail
 from bat.evaluation.run.agent_runtime import note_runtime
+from bat.evaluation.run.budget import CostBudget
 from bat.evaluation.run.progress import Progress
 from bat.evaluation.run.runner import (
     CredentialWatch,
@@ -80,13 +81,16 @@ def run_model(
     infra: store.InfraCache | None = None,
     python: AgentPython | None = None,
     prices: PriceBook | None = None,
+    budget: CostBudget | None = None,
 ) -> None:
     """Run the model's missing episodes (and, with ``retry_infra``, its infrastructure
     failures; with ``chosen``, only the (task, attempt) it keeps: a shard's slice); fills
     ``record``. A model that cannot be evaluated raises a BatError. ``scrubber`` keeps the
     configuration's secrets out of every file written; ``infra`` is what is known of the
     model folder's infrastructure failures (the run context's); ``prices`` price each
-    episode's tokens as it is written (None: episodes without a cost)."""
+    episode's tokens as it is written (None: episodes without a cost); ``budget`` is the
+    run's cost budget (None: none): once it is reached, no episode of the model starts and
+    its record says ``stopped``."""
     evaluation = resolved.evaluation
     model_dir = run_dir / record.dir
     retry = store.infra_failures(model_dir, infra) if retry_infra else set()
@@ -96,6 +100,11 @@ def run_model(
     if not work:
         say(f"[{record.label}] every episode is already there")
         record.status = "completed"
+        return
+    if budget is not None and budget.closed():  # reached by an earlier model: no agent starts
+        budget.left_out(len(work))
+        budget.settle(record, budget.not_scheduled - len(work), len(work))
+        say(f"[{record.label}] not started: {record.reason}")
         return
     model_dir.mkdir(parents=True, exist_ok=True)
     pricing = None
@@ -109,7 +118,9 @@ def run_model(
         if evaluation.agent.adapter != "a2a":
             from bat.evaluation.run.cli_run import run_cli_work
 
-            run_cli_work(resolved, dataset, model_dir, model, record, work, say, scrubber, pricing)
+            run_cli_work(
+                resolved, dataset, model_dir, model, record, work, say, scrubber, pricing, budget
+            )
             return
         from bat.evaluation.run.simulated_user import user_model
 
@@ -117,7 +128,7 @@ def run_model(
         with user_model(resolved, simulated, say) as users:
             _run_work(
                 resolved, settings, run_dir, model, record, work, say, scrubber, python, users,
-                pricing,
+                pricing, budget,
             )  # fmt: skip
 
 
@@ -153,11 +164,11 @@ def scripted_model(
 
 def _run_work(
     resolved, settings, run_dir, model, record, work, say, scrubber, python, users=None,
-    pricing=None,
+    pricing=None, cost_budget=None,
 ) -> None:  # fmt: skip
     """Start the agent(s) of ``model``, run ``work`` against them, stop them; ``users``
     plays the tasks' simulated users (``simulated_user.UserModel``), if any; ``pricing``
-    gives each episode its cost."""
+    gives each episode its cost; ``cost_budget`` (run.budget) may stop it part-way."""
     evaluation = resolved.evaluation
     model_dir = run_dir / record.dir
     agents: list = []
@@ -206,6 +217,9 @@ def _run_work(
         if agents:
             note_runtime(run_dir, resolved, scrubber)
         progress = Progress(record.label, len(work))
+        quiet = cost_budget.say if cost_budget is not None else None
+        if cost_budget is not None:  # its line is said above the live progress line
+            cost_budget.say = progress.notice(say)
         budget = RestartBudget(evaluation.agent.max_restarts)
         credentials = CredentialWatch()  # a missing key stops the model early
         runners = [
@@ -227,6 +241,7 @@ def _run_work(
                 warm_latency=evaluation.warm_latency,
                 user_model=users,
                 pricing=pricing,
+                cost_budget=cost_budget,
             )
             for n, (url, share) in enumerate(
                 zip(urls, shares(evaluation.concurrency, len(urls)), strict=True)
@@ -235,6 +250,7 @@ def _run_work(
         if len(runners) > 1:
             for n, runner in enumerate(runners, 1):
                 runner.name = f"replica {n}"
+        before = cost_budget.not_scheduled if cost_budget is not None else 0
         try:
             run_on_a_loop(
                 lambda: spread(runners, work) if len(runners) > 1 else runners[0].run(work)
@@ -248,6 +264,8 @@ def _run_work(
             progress.abandon()
             raise
         finally:
+            if cost_budget is not None:
+                cost_budget.say = quiet
             # The binding spoken now wins over one recorded before (--resume).
             record.binding = next((r.binding for r in runners if r.binding), record.binding)
             for runner in runners:
@@ -255,8 +273,11 @@ def _run_work(
                 record.requests_resent += runner.requests_resent
                 note_agent_card(run_dir, runner.agent_card, scrubber=scrubber)
         progress.finish()
-        record.episodes_run += len(work)
-        record.status = "completed"
+        if cost_budget is not None:
+            cost_budget.settle(record, before, len(work))
+        else:
+            record.episodes_run += len(work)
+            record.status = "completed"
         record.spans = _spans_word(spans)
         record.span_waits += spans.waits if spans is not None else 0
     finally:

@@ -25,6 +25,11 @@ a freed slot is warm. Cold episodes are marked ``cold: true``, count for every v
 and are left out of the latency figures and of the ETA. An agent bat did not start
 (``agent.start: false``) has no start bat saw: nothing is marked.
 
+**When the run's cost budget is reached** (``evaluation.max_cost``, ``--max-cost``: see
+``run.budget``), no new episode starts: the workers stop taking from ``pending``, the
+episodes in flight end and are written, and the rest are not written at all (missing,
+so ``--resume`` runs them), unlike the ``not_run`` records below.
+
 **When the model's key is missing** (its first ``CREDENTIAL_STOP_AFTER`` episodes all end
 ``authentication_failed``), the rest are recorded ``not_run`` in the same way rather than
 each failing alike (:class:`CredentialWatch`).
@@ -60,6 +65,7 @@ from bat.evaluation.log.outcome import episode_outcome
 from bat.evaluation.log.run import now_iso
 from bat.evaluation.run.adapter import A2ASession, Observed
 from bat.evaluation.run.agent_card import card_answers
+from bat.evaluation.run.budget import CostBudget
 from bat.evaluation.run.spans import SpanIndex, merge_span_report
 from bat.evaluation.verdict import judge_episode
 from bat.figures import counted
@@ -151,8 +157,11 @@ class EpisodeRunner:
         user_model: Any = None,  # plays the tasks' simulated users (simulated_user.UserModel)
         # An episode's cost, from its tokens (bat.evaluation.cost); None: written without
         pricing: Callable[[EpisodeResult], EpisodeCost] | None = None,
+        # The run's cost budget (run.budget), shared by every model and replica; None: none
+        cost_budget: CostBudget | None = None,
     ) -> None:
         self.pricing = pricing
+        self.cost_budget = cost_budget
         self.user_model = user_model
         self.url = url
         self.make_session = connect
@@ -189,6 +198,12 @@ class EpisodeRunner:
         if lost is not None:
             reason, unfinished = lost
             self._give_up([*unfinished, *pending], reason)
+        elif pending and self.cost_budget is not None:  # stopped by the budget: not written
+            self.cost_budget.left_out(len(pending))
+
+    def out_of_budget(self) -> bool:
+        """Whether the run's cost budget stopped new episodes (run.budget)."""
+        return self.cost_budget is not None and self.cost_budget.stopped
 
     async def drain(self, pending: deque[Work]) -> tuple[str, list[Work]] | None:
         """Take episodes from ``pending`` (maybe shared with other replicas' runners) until
@@ -200,6 +215,8 @@ class EpisodeRunner:
         suspects: deque[Work] = deque()
         try:
             while pending or suspects:
+                if not suspects and self.out_of_budget():
+                    break  # what is left stays pending: missing, for --resume
                 if self.credentials.stopped is not None:
                     return self.credentials.stopped, list(suspects)
                 if self.agent is not None and not self.agent.alive():
@@ -226,13 +243,20 @@ class EpisodeRunner:
 
         async def worker() -> None:
             while pending and not died.is_set() and self.credentials.stopped is None:
+                budget = self.cost_budget
+                if budget is not None and not budget.may_start():
+                    return
                 item = pending.popleft()
-                observed = await self._observe(session, item)
-                if await self._died_under(observed):
-                    died.set()
-                    suspects.append(item)
-                else:
-                    await self._finish(item, observed)
+                try:
+                    observed = await self._observe(session, item)
+                    if await self._died_under(observed):
+                        died.set()
+                        suspects.append(item)
+                    else:
+                        await self._finish(item, observed)
+                finally:
+                    if budget is not None:
+                        budget.landed()
 
         async def watch() -> None:
             while not died.is_set():
@@ -395,6 +419,8 @@ class EpisodeRunner:
         result.verdict = judge_episode(item.task.expected, result, item.task.turn_expected)
         if self.pricing is not None:
             result.cost = self.pricing(result)
+        if self.cost_budget is not None:
+            self.cost_budget.written(result.cost)
         if observed.after_verdict is not None:
             kept = observed.after_verdict(result.verdict.passed)
             if kept is not None and result.trace.workspace is not None:
@@ -522,6 +548,9 @@ async def spread(runners: list[EpisodeRunner], work: list[Work]) -> None:
                 runner.notice(f"[{runner.model}] {runner.name} is lost: {result[0]}")
                 pending.extendleft(reversed(result[1]))
         if not pending:
+            return
+        if runners[0].out_of_budget():  # the rest stays missing, for --resume
+            runners[0].cost_budget.left_out(len(pending))
             return
 
 

@@ -338,6 +338,7 @@ def plot_folder(folder: Path, task_filter: str | None = None, *, scrubber: Scrub
         result.written += [png_path, svg_path]
     for name, reason in chart_set.skipped.items():
         result.notes.append(f"{name} skipped: {reason}")
+    for name in [*chart_set.skipped, *chart_set.absent]:
         for suffix in (".png", ".svg"):
             stale = folder / f"{name}{suffix}"
             if stale.is_file():  # an earlier invocation's chart would contradict this one

@@ -34,9 +34,10 @@ from bat.evaluation.log.outcome import EpisodeOutcome, episode_outcome, row_outc
 from bat.evaluation.log.scores import JudgeScores
 from bat.evaluation.log.summary import EpisodeRow
 from bat.evaluation.present.conversation import TABLE_HEADER, table_cells
+from bat.evaluation.present.cost_view import figures_cells, nothing_priced
 from bat.evaluation.present.plot.runs import Run, matches, task_order
 from bat.evaluation.present.plot.specs import ChartSet
-from bat.figures import MISSING, counted, integer, interval, number, percent, seconds
+from bat.figures import MISSING, counted, integer, interval, money, number, percent, seconds
 from bat.secrets import Scrubber
 
 REPORT_FILE = "report.html"
@@ -159,6 +160,8 @@ def render_report(
         ],
         "skipped": chart_set.skipped,
         "task_rows": _task_rows(runs, tasks),
+        "task_currency": task_currency(runs),
+        "costed": any(run.cost is not None for run in runs),
         "by_task": _episodes_by_task(runs, tasks, episodes),
         "unreadable": unreadable,
         "vacuous_title": VACUOUS,
@@ -511,6 +514,11 @@ def _runs_table(runs: list[Run]) -> dict[str, Any]:
         "latency median / p90 / p99",
         "tokens / episode",
     ]
+    # a cost column only when some run has a cost (an older bat's runs keep their table),
+    # beside the pass figures: what a model choice weighs is the two side by side
+    costed = any(run.cost is not None for run in runs)
+    if costed:
+        head.insert(head.index(hat_k) + 1, "cost: total / per episode / per pass")
 
     def with_k(value: float | None, k: int) -> str:
         return percent(value) if shared_k is not None else f"{percent(value)} (k={k})"
@@ -533,17 +541,37 @@ def _runs_table(runs: list[Run]) -> dict[str, Any]:
                 "infra": str(run.infra_failures),
                 "latency": " / ".join(
                     seconds(value) for value in (latency.median, latency.p90, latency.p99)
-                )
-                + _cold_note(run.stats.cold_episodes, run.stats.episodes),
+                ),
+                # on a line of its own: the table stays narrow enough for the cost column
+                "cold": _cold_note(run.stats.cold_episodes, run.stats.episodes).strip(),
                 "tokens": f"{integer(round(tokens[0]))} + {integer(round(tokens[1]))}"
                 if tokens
                 else MISSING,
                 "judge": [
                     score_text(run.judge[d].mean if d in run.judge else None) for d in dimensions
                 ],
+                "cost": _cost_cell(run) if costed else None,
             }
         )
     return {"head": head, "rows": rows, "judge_head": ["#", "run", *dimensions]}
+
+
+def _cost_cell(run: Run) -> dict[str, Any]:
+    """The run's cost cell: three amounts, or MISSING for a run without cost; the models
+    without a price named (the amounts are then lower bounds, "at least"), and whether
+    the card says the prices are made up."""
+    cells = figures_cells(run.cost)
+    if run.cost is None:
+        return {"lines": [MISSING], "notes": []}
+    named = ", ".join(cells["unpriced"])
+    if nothing_priced(run.cost):  # no amount to give: "unpriced", and which models
+        lines, notes = ["unpriced"], [f"no price for {named}"] if named else []
+    else:
+        lines = [cells["total"], f"{cells['per_episode']} / episode", f"{cells['per_pass']} / pass"]
+        notes = [f"unpriced: {named} (a lower bound)"] if named else []
+    if run.illustrative_prices:
+        notes.append("prices are illustrative")
+    return {"lines": lines, "notes": notes}
 
 
 def _simulated_users(runs: list[Run], tasks: list[str]) -> dict[str, Any] | None:
@@ -572,12 +600,21 @@ def _simulated_users(runs: list[Run], tasks: list[str]) -> dict[str, Any] | None
     return {"head": TABLE_HEADER, "rows": rows, "task_rows": by_task}
 
 
+def task_currency(runs: list[Run]) -> str | None:
+    """The one currency of every run with a cost (then the task table's cells give bare
+    amounts, the currency said once above it); None: no cost, or several currencies."""
+    currencies = {run.cost.currency for run in runs if run.cost is not None}
+    return currencies.pop() if len(currencies) == 1 else None
+
+
 def _task_rows(runs: list[Run], tasks: list[str]) -> list[dict[str, Any]]:
     counts = [run.tasks() for run in runs]
+    costs = [run.task_costs() for run in runs]
+    shared = task_currency(runs)
     rows = []
     for task_id in tasks:
         cells, passed, attempts = [], 0, 0
-        for count in (per_run.get(task_id) for per_run in counts):
+        for count, task_costs in zip((c.get(task_id) for c in counts), costs, strict=True):
             if count is None or not count.attempts:
                 cells.append(None)
                 continue
@@ -585,9 +622,21 @@ def _task_rows(runs: list[Run], tasks: list[str]) -> list[dict[str, Any]]:
             attempts += count.attempts
             infra = f" [{count.infra}]" if count.infra else ""
             text = f"{count.passed}/{count.attempts}{infra}"
-            cells.append({"text": text, "shade": shade(count.rate)})
+            cells.append({"text": text, "shade": shade(count.rate),
+                          "cost": _task_cost(task_costs.get(task_id), shared)})  # fmt: skip
         rows.append({"task_id": task_id, "cells": cells, "all": f"{passed}/{attempts}"})
     return rows
+
+
+def _task_cost(cost: Any, shared: str | None) -> str:
+    """A task cell's cost: the mean of an episode, bare when the table's currency is one
+    ("" when the task has no cost; "≥" before a lower bound)."""
+    if cost is None or cost.per_episode.mean is None or nothing_priced(cost):
+        return ""
+    amount = money(cost.per_episode.mean, cost.currency)
+    if shared is not None:
+        amount = amount.removesuffix(f" {shared}")
+    return ("≥ " if cost.unpriced_episodes else "") + amount
 
 
 # --- formatting ---------------------------------------------------------------------------

@@ -11,11 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from bat.errors import InputError
 from bat.evaluation.log import layout, store
-from bat.evaluation.log.summary import Distribution, EpisodeRow, JudgeStats, MetricsSummary
+from bat.evaluation.log.summary import (
+    CostFigures,
+    Distribution,
+    EpisodeRow,
+    JudgeStats,
+    MetricsSummary,
+)
 
 # Category colours (Tableau 10, then lighter twins): a run keeps its colour in every chart.
 PALETTE = (
@@ -137,6 +144,23 @@ class Run:
     def judge(self) -> dict[str, JudgeStats]:
         """Per judge dimension with at least one score."""
         return {name: s for name, s in (self.stats.judge or {}).items() if s.mean is not None}
+
+    @property
+    def cost(self) -> CostFigures | None:
+        """What the model's episodes cost (None: none has a cost, an older bat's run)."""
+        return self.stats.cost
+
+    @cached_property
+    def illustrative_prices(self) -> bool:
+        """Whether the run's card says some of its prices are made up (the demo's)."""
+        from bat.evaluation.present.cost_view import card_prices, illustrative
+
+        run_dir = self.folder.parent
+        return layout.is_run_folder(run_dir) and illustrative(card_prices(run_dir))
+
+    def task_costs(self) -> dict[str, CostFigures]:
+        """Per task that has a cost, summary.json's figures."""
+        return {t.task_id: t.cost for t in self.results.summary.attempts if t.cost is not None}
 
     def tasks(self) -> dict[str, TaskCount]:
         """Per task, in summary.json's order (the dataset's)."""

@@ -7,6 +7,8 @@
 ``latency``        the episodes' wall time per run: min to max, quartiles, median
 ``tokens``         prompt and completion tokens per episode (mean) per run
 ``judge_scores``   LLM judge scores per dimension (only when some run has them)
+``pass_rate_cost`` pass rate against cost per episode, one point per run, with the
+                   Pareto frontier (only when some run has a cost; else left out silently)
 =================  ==========================================================
 
 Every number in a spec's data is a value of metrics.json or summary.json, as written
@@ -16,6 +18,7 @@ is imported inside :func:`build_charts`, so ``bat --help`` never loads it.
 
 from __future__ import annotations
 
+import textwrap
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,7 +27,15 @@ from typing import Any
 from bat.evaluation.present.plot.runs import PALETTE, Run, matches, task_order
 from bat.figures import integer, percent
 
-CHART_NAMES = ("pass_rate", "task_heatmap", "pass_hat_k", "latency", "tokens", "judge_scores")
+CHART_NAMES = (
+    "pass_rate",
+    "task_heatmap",
+    "pass_hat_k",
+    "latency",
+    "tokens",
+    "judge_scores",
+    "pass_rate_cost",
+)
 JUDGE_DIMENSIONS = (
     "response_relevance",
     "task_completion_quality",
@@ -43,7 +54,15 @@ READING = {
     "judge_scores": (
         "higher is better for every score, 0 to 1 (hallucination_score 1: nothing invented)"
     ),
+    "pass_rate_cost": (
+        "up and left is better; ringed, joined by the line: the Pareto frontier (no other "
+        "run is cheaper and as good)"
+    ),
 }
+# The cost axis turns logarithmic when the dearest run costs this many times the cheapest:
+# on a linear axis the cheap runs would sit on top of one another.
+LOG_COST_RATIO = 30.0
+SUBTITLE_WIDTH = 90  # characters of a chart's subtitle line (about the width of the chart)
 LABEL_LIMIT = 60  # columns of a label drawn in a chart (a wide character, 😀 or 東, is 2)
 # Rows of the task heatmap: beyond them the renderer runs out of stack (about 1,500 tasks)
 # and nobody reads the chart anyway; a larger dataset shows its worst tasks.
@@ -71,6 +90,9 @@ class ChartSet:
 
     charts: list[Chart] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # chart name -> reason
+    # charts with nothing to draw that are left out without a word (the cost chart of
+    # runs without cost: an older bat's, a run of unpriced models)
+    absent: list[str] = field(default_factory=list)
 
 
 def build_charts(runs: list[Run], task_filter: str | None = None) -> ChartSet:
@@ -88,15 +110,23 @@ def build_charts(runs: list[Run], task_filter: str | None = None) -> ChartSet:
         ("latency", _latency_chart),
         ("tokens", _tokens_chart),
         ("judge_scores", _judge_chart),
+        ("pass_rate_cost", _cost_chart),
     )
     for name, maker in makers:
         made = maker(alt, runs, task_filter)
+        if made is None:
+            result.absent.append(name)
+            continue
         if isinstance(made, str):
             result.skipped[name] = made
             continue
-        title, chart = made
-        reading = READING[name]
-        heading = alt.TitleParams(title, subtitle=reading, subtitleColor="#56606b")
+        title, chart, *said = made
+        reading = said[0] if said else READING[name]
+        # a long reading goes on lines of its own: one line would be wider than the chart
+        subtitle = (
+            textwrap.wrap(reading, SUBTITLE_WIDTH) if len(reading) > SUBTITLE_WIDTH else reading
+        )
+        heading = alt.TitleParams(title, subtitle=subtitle, subtitleColor="#56606b")
         spec = chart.properties(title=heading).to_dict(validate=False)
         result.charts.append(Chart(name=name, title=title, spec=spec, reading=reading))
     return result
@@ -442,3 +472,120 @@ def _judge_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
     height = max(120, len(dimensions) * (len(with_data) * 14 + 10))
     chart = (bars + spread).properties(width=460, height=height)
     return "Judge scores per dimension", chart
+
+
+# --- pass rate against cost ---------------------------------------------------------------
+
+
+def pareto_front(points: list[tuple[float, float]]) -> list[bool]:
+    """For each ``(cost, rate)``, whether no other point beats it: cheaper or as cheap,
+    and as good or better, and strictly one of the two. Equal points are both on it."""
+    return [
+        not any(c <= cost and r >= rate and (c < cost or r > rate) for c, r in points)
+        for cost, rate in points
+    ]
+
+
+def _cost_points(runs: list[Run]) -> tuple[list[dict[str, Any]], str, list[Run]]:
+    """One point per run that has a cost per episode and a pass rate, in the currency
+    most runs have (a run in another currency cannot be put on the same axis)."""
+    from bat.evaluation.present.cost_view import nothing_priced
+    from bat.figures import money
+
+    # a run with nothing priced (its every part unpriced) would sit at zero, cheapest of
+    # all and on the frontier by a cost nobody measured: it is left out
+    priced = [
+        run for run in runs
+        if run.cost is not None and run.cost.per_episode.mean is not None
+        and run.pass_rate is not None
+        and not nothing_priced(run.cost)
+    ]  # fmt: skip
+    if not priced:
+        return [], "", []
+    currencies = [run.cost.currency for run in priced if run.cost]
+    currency = max(dict.fromkeys(currencies), key=currencies.count)
+    drawn = [run for run in priced if run.cost and run.cost.currency == currency]
+    rows = []
+    for run in drawn:
+        cost = run.cost
+        assert cost is not None and cost.per_episode.mean is not None
+        least = "at least " if cost.unpriced_episodes else ""
+        rows.append(
+            {
+                "run": run.chart_label,
+                "run_id": drawable(run.run_id),
+                "model": drawable(run.model),
+                "rate": run.pass_rate,
+                "cost": cost.per_episode.mean,
+                "pass_rate": f"{percent(run.pass_rate)} ({run.passed}/{run.episodes})",
+                "per_episode": least + money(cost.per_episode.mean, currency),
+                "total": least + money(cost.total, currency),
+                "lower_bound": bool(cost.unpriced_episodes),
+            }
+        )
+    front = pareto_front([(row["cost"], row["rate"]) for row in rows])
+    for row, on in zip(rows, front, strict=True):
+        row["frontier"] = on
+    return rows, currency, drawn
+
+
+def _cost_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
+    """Pass rate (y) against the mean cost of an episode (x), one point per run, the
+    Pareto frontier a stepped line through its ringed points: what a model choice
+    weighs. None (no chart, no word) when no run has a cost."""
+    rows, currency, drawn = _cost_points(runs)
+    if not rows:
+        return None
+    costs = [row["cost"] for row in rows]
+    log = min(costs) > 0 and max(costs) / min(costs) >= LOG_COST_RATIO
+    x_title = f"cost per episode (mean, {currency}{', log scale' if log else ''})"
+    x = alt.X(
+        "cost:Q",
+        title=x_title,
+        # padding: a point at either end is drawn whole, not cut by the plot's edge
+        scale=alt.Scale(type="log", nice=False, padding=14)
+        if log
+        else alt.Scale(zero=True, nice=True, padding=14),
+        axis=alt.Axis(format="~g" if log else "~r", labelOverlap=True),
+    )
+    y = alt.Y(
+        "rate:Q",
+        title="pass rate",
+        scale=alt.Scale(domain=[0, 1]),
+        axis=alt.Axis(labelExpr=PERCENT_TICKS),
+    )
+    tooltip = [
+        alt.Tooltip("run_id:N", title="run"),
+        alt.Tooltip("model:N", title="model"),
+        alt.Tooltip("pass_rate:N", title="pass rate"),
+        alt.Tooltip("per_episode:N", title="cost per episode"),
+        alt.Tooltip("total:N", title="total cost"),
+        alt.Tooltip("frontier:N", title="on the frontier"),
+    ]
+    front = sorted((row for row in rows if row["frontier"]), key=lambda r: (r["cost"], r["rate"]))
+    line = (
+        alt.Chart(alt.Data(values=front))
+        .mark_line(interpolate="step-after", color="#56606b", strokeWidth=1.5, strokeDash=[5, 3])
+        .encode(x=x, y=y, order=alt.Order("cost:Q"))
+    )
+    ring = (
+        alt.Chart(alt.Data(values=front))
+        .mark_point(size=260, color="#222", strokeWidth=1.5, filled=False)
+        .encode(x=x, y=y)
+    )
+    points = (
+        alt.Chart(alt.Data(values=rows))
+        .mark_point(size=90, filled=True, opacity=1)
+        .encode(x=x, y=y, color=_run_colors(alt, drawn, _legend(alt)), tooltip=tooltip)
+    )
+    chart = (line + ring + points).properties(width=460, height=300)
+    reading = READING["pass_rate_cost"]
+    left_out = len(runs) - len(drawn)
+    if left_out:
+        runs_left = f"{left_out} run{'s' if left_out > 1 else ''}"
+        reading += f"; {runs_left} without a known cost in {currency} left out"
+    if any(row["lower_bound"] for row in rows):
+        reading += "; some costs are lower bounds (unpriced models)"
+    if any(run.illustrative_prices for run in drawn):
+        reading += "; prices are illustrative"
+    return "Pass rate against cost per episode", chart, reading

@@ -23,7 +23,13 @@ from bat.evaluation.log import card as cards
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import EpisodeResult
 from bat.evaluation.log.gates import GatesFile
-from bat.evaluation.log.summary import ConversationFigures
+from bat.evaluation.log.summary import ConversationFigures, CostFigures
+from bat.evaluation.present.cost_view import (
+    card_prices,
+    episode_parts,
+    figures_cells,
+    illustrative,
+)
 from bat.evaluation.present.view.watch import OUTCOMES, Found, cell_id, outcome_of
 from bat.figures import MISSING, integer, interval, number, percent
 from bat.numbers import whole_number
@@ -185,7 +191,23 @@ def _figures(model_dir: Path) -> tuple[dict[str, str] | None, str | None]:
         "infra": str(stats.infra_failures),
         "agent_errors": str(stats.agent_errors_total),
         **_conversation_figures(results.summary.conversation),
+        **_cost_figures(stats.cost),
     }, None
+
+
+def _cost_figures(found: CostFigures | None) -> dict[str, str]:
+    """The model's cost figures of the run page (none for a run without cost)."""
+    if found is None:
+        return {}
+    cells = figures_cells(found)
+    return {
+        "cost_total": cells["total"],
+        "cost_per_episode": cells["per_episode"],
+        "cost_p90": cells["p90"],
+        "cost_per_pass": cells["per_pass"],
+        "cost_parts": cells["parts"],
+        "cost_unpriced": ", ".join(cells["unpriced"]),
+    }
 
 
 def _conversation_figures(found: ConversationFigures | None) -> dict[str, str]:
@@ -253,6 +275,7 @@ class RunView:
     grid_first: int = 0  # the rows shown: from grid_first (counted from 0) to grid_last
     grid_last: int = 0
     grid_rows: int = 0  # the rows in all
+    illustrative_prices: bool = False  # the card says some price is made up (the demo's)
 
 
 def runs_page(folder: Path, watch_of: Any) -> list[RunView]:
@@ -298,6 +321,7 @@ def run_view(
             view.card = cards.read_card(run_dir)
         except InputError:
             view.card = None
+        view.illustrative_prices = illustrative(card_prices(run_dir))
     for index, model in enumerate(record.models):
         counts = _counts(latest, model.dir, len(record.tasks) * record.k)
         try:
@@ -398,6 +422,8 @@ class EpisodeView:
     assertions: list[dict[str, Any]] = field(default_factory=list)
     several_judges: bool = False  # an assertion was put to more than one judge
     assertions_in_verdict: bool = False  # they are checks of the verdict too (assertion:N)
+    cost: list[tuple[str, str]] = field(default_factory=list)  # (payer, amount), total last
+    illustrative_prices: bool = False  # the run's card says some price is made up
 
 
 # An assertion's decision as the page words it, and the class that colours it.
@@ -414,6 +440,8 @@ def episode_page(run_dir: Path, model: str, path: Path) -> EpisodeView:
     view.episode = episode
     outcome, view.outcome_text = outcome_of(episode)
     view.outcome = outcome.word
+    view.cost = episode_parts(episode.cost)
+    view.illustrative_prices = bool(view.cost) and illustrative(card_prices(run_dir))
     dimensions = episode.scores.dimensions if episode.scores else {}
     for name, value in dimensions.items():
         view.dimensions.append(

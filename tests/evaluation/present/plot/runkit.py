@@ -14,8 +14,11 @@ import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 from bat.evaluation import stats as metrics
+from bat.evaluation.cost import episode_cost
 from bat.evaluation.inputs.dataset import TaskSpec
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
@@ -136,13 +139,15 @@ def write_run(
     k: int = 3,
     judge: bool = False,
     old_format: bool = False,
+    prices: Any = None,
     **episode_options: str,
 ) -> Path:
     """One model's folder of a run: run.json, episode files, summary.json, metrics.json.
 
     ``outcomes`` maps a task id to one letter per attempt (see :func:`episode_of`).
     With ``old_format``, the results are written as ``bat.metrics/1`` (see
-    :func:`write_old_results`).
+    :func:`write_old_results`). With ``prices`` (a ``PriceBook``), each episode's cost
+    is the real ``episode_cost`` of ``model`` ("provider:model") at its price.
     """
     run_dir = base / run_id
     model_dir = run_dir / model_dir_name(model)
@@ -172,6 +177,10 @@ def write_run(
                 judge=judge,
                 **episode_options,
             )
+            if prices is not None:
+                provider, _, name = model.partition(":")
+                spec = SimpleNamespace(provider=provider, model=name, script=None)
+                episode.cost = episode_cost(prices, episode, spec)
             with unsynced():
                 store.write_episode(model_dir, stem, episode, scrubber=NO_SECRETS)
             rows.append(metrics.row_of(episode))
