@@ -35,10 +35,19 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from invoke import Config
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    create_model,
+)
 from pydantic_core import PydanticCustomError
 
 from bat.errors import BatError, ConfigError
+from bat.evaluation.inputs.prices import Prices
 from bat.figures import counted
 from bat.input_files import CONFIG_LIMIT, dotted, json_lines, parse_json, parse_yaml, read_text
 from bat.locate import validation_problems
@@ -188,6 +197,16 @@ Image = Annotated[bool | str | None, _read_by(image, optional=True)]
 Block = BeforeValidator(_empty_if_null)
 NotAMapping = Annotated[Any, BeforeValidator(_not_a_mapping)]
 
+# Each entry whole: a layer's entry replaces a lower layer's of the same model, never
+# merged key by key (exclude_unset would keep only the keys the file wrote).
+TeamPrices = Annotated[
+    Prices,
+    PlainSerializer(
+        lambda prices: {name: entry.model_dump() for name, entry in prices.root.items()},
+        when_used="unless-none",
+    ),
+]
+
 # -- the groups ------------------------------------------------------------------------
 # A field's default None means "this layer does not set it": only the keys a layer sets
 # are kept (exclude_unset), and the real defaults are the ns.configure blocks.
@@ -215,12 +234,16 @@ class InitSettings(_Section):
 
 
 class EvalSettings(_Section):
-    """``eval``: the evaluation file, the image ``eval.run`` evaluates, and whether the
-    stages after a run draw its charts and report."""
+    """``eval``: the evaluation file, the image ``eval.run`` evaluates, whether the
+    stages after a run draw its charts and report, and a team's prices (under eval.yaml's
+    ``prices:``, over genai-prices': kept once for every project)."""
 
     file: Text = None
     image: Image = None
     charts: Boolean = None
+    # eval.yaml's own type (a mapping, no variable can hold one): a price reads the same
+    # from either file. null or every entry commented out: no prices of this layer.
+    prices: TeamPrices = None
 
 
 class DockerSettings(_Section):

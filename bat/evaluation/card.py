@@ -3,6 +3,8 @@
 ``write_card`` records what the run is about to measure (``card.json``, model in
 :mod:`bat.evaluation.log.card`) and snapshots the dataset's bytes into the run folder
 (``tasks.json``); ``finish_card`` adds the end time (and the selection run.json holds).
+The prices the run's cost is figured at go in as the price book recorded them, after
+every model was looked up.
 A resumed run keeps its card: only the end is updated. The log layer
 (:mod:`bat.evaluation.log.card`) adds the A2A card the first model's agent served
 (``note_agent_card``) and what it ran with (``agent_runtime.note_runtime``: its Python
@@ -38,6 +40,7 @@ from bat.evaluation.log.card import (
     CardHost,
     CardJudge,
     CardModel,
+    CardPrices,
     CardRetries,
     CardTimeouts,
     CardUserModel,
@@ -53,13 +56,21 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+")
 _BAT_ADK = re.compile(r"^\s*bat[-_.]adk(?![A-Za-z0-9_.-])", re.IGNORECASE)
 
 
-def write_card(run_dir: Path, resolved: Any, dataset: Any, scrubber: Scrubber) -> Card:
+def write_card(
+    run_dir: Path,
+    resolved: Any,
+    dataset: Any,
+    scrubber: Scrubber,
+    prices: dict[str, Any] | None = None,
+) -> Card:
     """Write ``card.json`` and the dataset snapshot for a run that starts; a run that
-    already has its card (a resumed one) keeps it, and its snapshot."""
+    already has its card (a resumed one) keeps it, and its snapshot. ``prices``: the
+    run's price book's record (:meth:`bat.evaluation.cost.PriceBook.record`)."""
     existing = read_card(run_dir)
     if existing is not None:
         return existing
     card = make_card(run_dir, resolved, dataset)
+    card.prices = CardPrices.model_validate(prices) if prices is not None else None
     if not snapshot_dataset(run_dir, dataset):
         card.dataset.snapshot = None
     write_card_file(run_dir, card, scrubber=scrubber)

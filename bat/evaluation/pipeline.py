@@ -130,7 +130,8 @@ def run_evaluation(
         if shard is not None:
             say(f"slice {shard} of the run's episodes (bat eval.merge puts the slices together)")
     ctx.prices.look_up_all(resolved)  # each unpriced model said once, before any episode
-    write_card(run_dir, resolved, checked.dataset, scrubber)  # a resumed run keeps its card
+    # a resumed run keeps its card (and the prices it started with)
+    write_card(run_dir, resolved, checked.dataset, scrubber, ctx.prices.record())
     ctx.run_dir = run_dir
     say(f"run {run_dir}")
     resumed = bool(resume or retry_infra)

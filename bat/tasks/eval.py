@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from invoke import Collection, Context, task
 
@@ -47,7 +47,35 @@ def context(c: Context) -> RunContext:
     ``gates_failed`` the gates that did not hold (``conclude`` turns those into exit
     statuses); ``resolved`` is eval.yaml as read.
     """
-    return run_context(c, setting(c, None, "eval.file", DEFAULTS["file"]))
+    ctx = run_context(c, setting(c, None, "eval.file", DEFAULTS["file"]))
+    if ctx.team_prices is None:
+        ctx.team_prices = _team_prices(c)
+    return ctx
+
+
+def _team_prices(c: Context) -> Any:
+    """bat.yaml's ``eval.prices`` (each file's checked as it was read), the layers merged
+    model by model; None without any. Two layers in two currencies are refused here."""
+    found = c.config.get("eval", {}).get("prices")
+    if not found:
+        return None
+    from pydantic import ValidationError
+
+    from bat.errors import ConfigError
+    from bat.evaluation.inputs.prices import Prices
+
+    try:
+        return Prices.model_validate(_plain(found))
+    except ValidationError as exc:
+        problem = exc.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"bat's settings: eval.prices: {problem}") from None
+
+
+def _plain(value: Any) -> Any:
+    """Invoke's configuration proxies as plain dicts, for pydantic."""
+    if hasattr(value, "items"):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
 
 
 def _config(c: Context):
@@ -174,11 +202,12 @@ def show(c: Context, json: bool = False) -> None:
     from bat.evaluation.inputs.dataset import check_dataset
     from bat.evaluation.present.show import describe, warnings_of
 
-    resolved = _config(c)
+    ctx = context(c)
+    resolved = ctx.resolved
     # Once: a large one takes seconds. Then the checks eval.run makes (refusals too).
     dataset = check_dataset(resolved.dataset, unknown_keys=resolved.unknown_keys)
     warnings = warnings_of(resolved, dataset)
-    print(describe(resolved, as_json=json, dataset=dataset))
+    print(describe(resolved, as_json=json, dataset=dataset, team_prices=ctx.team_prices))
     for warning in warnings:
         context(c).warn(warning)
 
@@ -277,7 +306,14 @@ def run(
 
         ctx.dry_run = True
         gates = [*resolved.config.gates, *cli_gates]
-        text, warnings = plan(resolved, selection, gates, sliced, extra=_estimate(ctx, budget))
+        text, warnings = plan(
+            resolved,
+            selection,
+            gates,
+            sliced,
+            extra=_estimate(ctx, budget),
+            team_prices=ctx.team_prices,
+        )
         for warning in warnings:
             ctx.warn(warning)
         print(text)

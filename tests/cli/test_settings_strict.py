@@ -20,7 +20,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel
 
 from bat.cli.config import namespace_defaults
 from bat.cli.settings import FALSE_WORDS, GROUPS, TRUE_WORDS, settings_model
@@ -54,7 +54,8 @@ def model_keys(model, prefix=""):
     for name, field in model.model_fields.items():
         key = f"{prefix}{field.alias or name}"
         nested = field.annotation
-        if isinstance(nested, type) and issubclass(nested, BaseModel):
+        mapping = isinstance(nested, type) and issubclass(nested, RootModel)  # eval.prices
+        if isinstance(nested, type) and issubclass(nested, BaseModel) and not mapping:
             yield from model_keys(nested, f"{key}.")
         else:
             yield key
@@ -65,7 +66,8 @@ def test_the_models_hold_every_default_and_nothing_else():
 
     defaults = {key for key, _ in leaves(namespace_defaults(ns))}
     modelled = {key for group, model in GROUPS.items() for key in model_keys(model, f"{group}.")}
-    assert modelled == defaults
+    # eval.prices: a mapping only a file holds, without a default (and no variable)
+    assert modelled == defaults | {"eval.prices"}
 
 
 def test_every_default_is_a_value_its_model_takes_unchanged():
@@ -73,6 +75,7 @@ def test_every_default_is_a_value_its_model_takes_unchanged():
 
     settings = namespace_defaults(ns)
     read = settings_model(settings).model_validate(settings).model_dump(by_alias=True)
+    assert read["eval"].pop("prices") is None  # no default: bat.yaml's only
     assert {group: read[group] for group in settings} == settings
 
 
@@ -220,7 +223,7 @@ def test_every_problem_of_every_layer_is_told_at_once(tmp_path, home):
         f"  - {home / '.bat.yaml'}: images.no_cache (line 2): expected true or false "
         "(also yes/no, on/off, 1/0), got 'nah'",
         f"  - {tmp_path / 'bat.yaml'}: eval.fiel (line 2): unknown setting "
-        "(did you mean 'file'?) (eval has: file, image, charts)",
+        "(did you mean 'file'?) (eval has: file, image, charts, prices)",
         f"  - {tmp_path / 'bat.yaml'}: init.agent.port (line 5): '0' is not a port number "
         "(1-65535)",
         "  - environment: BAT_IMAGES_HOST (images.host): is empty (to use the default, "
@@ -240,7 +243,7 @@ def test_every_problem_of_every_layer_is_told_at_once(tmp_path, home):
         (
             "eval:\n  fiel: x\n",
             "eval.fiel (line 2): unknown setting (did you mean 'file'?) "
-            "(eval has: file, image, charts)",
+            "(eval has: file, image, charts, prices)",
         ),
         ("eval:\n  run_dir: x\n", "eval.run_dir (line 2): unknown setting"),
         ("imagse:\n  host: x\n", "imagse (line 1): unknown section (did you mean 'images'?)"),

@@ -72,8 +72,12 @@ def test_the_card_records_what_the_run_measured(tmp_path, bat, home):
             "base_url": f"http://juser:{JUDGE_PASS}@127.0.0.1:9/v1",
             "api_key_env": "JUDGE_KEY",
         }
+        config["prices"] = {"openai:m-one": {"input": 0.5, "output": 2, "note": "ours"}}
 
     edit_config(project, configure)
+    # A team's prices (bat.yaml): m-two's is used, m-one's is eval.yaml's to set.
+    team = {"openai:m-two": {"input": 1, "output": 3}, "m-one": {"input": 9, "output": 9}}
+    (project / "bat.yaml").write_text(yaml.safe_dump({"eval": {"prices": team}}))
     result = bat("eval.run", cwd=project, env={"JUDGE_KEY": JUDGE_KEY}, timeout=120, charts=True)
     assert result.code == 0, result.err
     (run_dir,) = run_dirs(project)
@@ -128,6 +132,31 @@ def test_the_card_records_what_the_run_measured(tmp_path, bat, home):
             "base_url": "http://127.0.0.1:9/v1",
         },
     ]
+    # The prices the cost was figured at, and where each came from (none guessed).
+    assert card["prices"] == {
+        "library": "genai-prices",
+        "version": version("genai-prices"),
+        "auto_update": False,
+        "currency": "USD",
+        "models": {
+            "openai:judge-model": None,
+            "openai:m-one": {
+                "input": 0.5,
+                "output": 2.0,
+                "cached_input": 0.5,
+                "currency": "USD",
+                "source": "eval.yaml",
+                "note": "ours",
+            },
+            "openai:m-two": {
+                "input": 1.0,
+                "output": 3.0,
+                "cached_input": 1.0,
+                "currency": "USD",
+                "source": "bat.yaml",
+            },
+        },
+    }
     (judge,) = card["judges"]
     assert judge["provider"] == "openai" and judge["model"] == "judge-model"
     assert judge["base_url"] == "http://127.0.0.1:9/v1"

@@ -193,6 +193,9 @@ def test_the_sample_evaluation_passes_against_a_fresh_scaffold(tmp_path, bat, ho
     totals = summary(run_dir, "openai_scripted")["totals"]
     k = yaml.safe_load(eval_yaml)["evaluation"]["k"]
     assert totals["passed"] == len(tasks) * k
+    # a cost from the first run: the stand-ins' illustrative price (eval.yaml's prices:)
+    cost = summary(run_dir, "openai_scripted")["cost"]
+    assert cost["currency"] == "USD" and cost["total"] > 0 and cost["unpriced"] == []
     # the sample conversation: the scripted user (eval/scripted-user.yaml) opens, the
     # stand-in model asks back in its answer, the user answers that alone, then stops
     assert "user model: scripted by bat from eval/scripted-user.yaml" in result.out

@@ -21,6 +21,7 @@ the table (``MAX_PRICES`` entries): a price is typed by a person.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from typing import Annotated, Any
@@ -34,16 +35,33 @@ _CURRENCY = re.compile(r"[A-Z]{3}")
 _NAME = re.compile(r"[^\x00-\x1f\x7f]{1,200}")
 
 
+def _shown(value: Any) -> str:
+    """A value quoted for an error line, cut short: a line stays one line of a screen."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _price(value: Any) -> Any:
     """A number (not a boolean, not text, finite): ``input: "0.2"`` is a typo for 0.2."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"expected a price per million tokens (a number), got {value!r}")
+        raise ValueError(f"expected a price per million tokens (a number), got {_shown(value)}")
     if not math.isfinite(value):
-        raise ValueError(f"expected a finite price, got {value!r}")
+        raise ValueError(f"expected a finite price, got {_shown(value)}")
+    return value
+
+
+def _currency(value: Any) -> Any:
+    """A currency code in capitals, as the prices are written: ``usd`` is refused, not
+    read as USD, so one spelling is kept across files."""
+    if not isinstance(value, str) or not _CURRENCY.fullmatch(value):
+        raise ValueError(
+            f"expected a three-letter currency code in capitals (USD), got {_shown(value)}"
+        )
     return value
 
 
 Price = Annotated[float, BeforeValidator(_price), Field(ge=0, le=MAX_PRICE)]
+Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$"), BeforeValidator(_currency)]
 
 
 class PriceEntry(BaseModel):
@@ -54,8 +72,23 @@ class PriceEntry(BaseModel):
     input: Price
     output: Price
     cached_input: Price | None = None  # None: the input price
-    currency: str = Field(default="USD", pattern=_CURRENCY.pattern)
+    currency: Currency = "USD"
     note: str | None = Field(default=None, min_length=1, max_length=200)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, value: Any) -> Any:
+        """An unknown key (``inptu:``) in one line naming the likely one, before pydantic
+        would add that ``input`` is missing too."""
+        if not isinstance(value, dict):
+            return value
+        known = list(cls.model_fields)
+        for key in value:
+            if key not in known:
+                close = difflib.get_close_matches(str(key), known, n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise ValueError(f"unknown key {_shown(key)}{hint}: a price has {', '.join(known)}")
+        return value
 
     @property
     def cached(self) -> float:
@@ -80,7 +113,7 @@ class Prices(RootModel[dict[str, PriceEntry]]):
         for name in value:
             if not isinstance(name, str) or not _NAME.fullmatch(name) or not name.strip():
                 raise ValueError(
-                    f"{name!r} is no model name: use 'provider:model' or 'model' "
+                    f"{_shown(name)} is no model name: use 'provider:model' or 'model' "
                     "(up to 200 characters, no control characters)"
                 )
         return value

@@ -5,7 +5,9 @@ bytes, hashed and snapshotted beside the card as ``tasks.json``), the agent (its
 version and A2A card, its project's git commit), the versions of bat and a2a-sdk, every
 model and judge, ``k``, the concurrency, the timeouts and retries, the command line and
 the host; in a run with simulated users, the user model and a sha256 of each task's
-instructions (left out of other runs' cards, which keep their bytes). Two runs with the
+instructions (left out of other runs' cards, which keep their bytes); the prices the run's
+cost was figured at and where each came from (``prices``: genai-prices' version, eval.yaml,
+bat.yaml). Two runs with the
 same card are comparable; ``eval.compare`` says in plain words what differs
 (:func:`bat.evaluation.card.comparable`).
 
@@ -158,6 +160,38 @@ def _none(value: Any) -> bool:
     return value is None
 
 
+class CardPrice(_Part):
+    """One model's prices per million tokens, as the run used them."""
+
+    input: float
+    output: float
+    cached_input: float
+    currency: str
+    source: str = Field(description="eval.yaml, bat.yaml, or genai-prices and its version")
+    note: str | None = Field(default=None, exclude_if=_none, description="the entry's note")
+
+
+class CardPrices(_Part):
+    """Where the run's prices came from (:class:`bat.evaluation.cost.PriceBook`): a cost
+    means something only with the prices it was figured at."""
+
+    library: str = Field(description="the price database asked after prices: (genai-prices)")
+    version: str = Field(description="its installed version; empty: not installed")
+    auto_update: bool = Field(description="evaluation.update_prices: a newer table fetched")
+    updated_from: str | None = Field(
+        default=None, exclude_if=_none, description="where it was fetched from (auto_update)"
+    )
+    updated: bool | None = Field(
+        default=None, exclude_if=_none, description="whether that fetch worked (auto_update)"
+    )
+    currency: str = Field(description="the currency of every cost of the run")
+    models: dict[str, CardPrice | None] = Field(
+        default_factory=dict,
+        description="provider:model -> its prices, for each model, judge and user model the "
+        "run pays for; null: unpriced (its cost is unknown)",
+    )
+
+
 class CardTimeouts(_Part):
     turn_s: float
     agent_startup_s: float
@@ -213,6 +247,12 @@ class Card(BaseModel):
         exclude_if=_none,
         description="task id -> sha256 of its user.instructions, for each task with a "
         "simulated user; absent: no such task",
+    )
+    # Written by runs since prices existed: an older card keeps its bytes.
+    prices: CardPrices | None = Field(
+        default=None,
+        exclude_if=_none,
+        description="the prices the run's cost was figured at; absent: a run from before",
     )
     command: list[str] = Field(default_factory=list, description="sys.argv, scrubbed")
     host: CardHost
@@ -319,6 +359,7 @@ def comparable(a: Card, b: Card, note_dirty: bool = True) -> list[str]:
             a.warm_latency,
             b.warm_latency,
         )
+    found += _price_changes(a, b)
     differs("the bat version differs", a.versions.bat, b.versions.bat)
     differs("the agent version differs", a.agent.version, b.agent.version)
     if a.agent.runtime is not None and b.agent.runtime is not None:
@@ -370,6 +411,48 @@ def _instructions_changed(a: Card, b: Card) -> list[str]:
     """The tasks with a simulated user on both sides whose instructions differ."""
     left, right = a.user_instructions or {}, b.user_instructions or {}
     return [task for task, digest in left.items() if task in right and right[task] != digest]
+
+
+def _price_changes(a: Card, b: Card) -> list[str]:
+    """What differs in the prices two runs' costs were figured at: genai-prices' version,
+    the currency, a model's price (a model on one side only is a difference of models,
+    said above). Nothing when a side is from before prices were recorded."""
+    if a.prices is None or b.prices is None:
+        return []
+    found: list[str] = []
+    left, right = a.prices, b.prices
+    if left.version != right.version:
+        found.append(
+            f"the {left.library} version differs: {left.version or 'none'} in {a.run_id}, "
+            f"{right.version or 'none'} in {b.run_id} (its prices may have changed)"
+        )
+    if left.currency != right.currency:
+        found.append(
+            f"the currency differs: {left.currency} in {a.run_id}, {right.currency} in "
+            f"{b.run_id} (the costs cannot be compared)"
+        )
+    changed = [
+        f"{label} ({_price(price)} in {a.run_id}, {_price(right.models[label])} in {b.run_id})"
+        for label, price in sorted(left.models.items())
+        if label in right.models and _rates(price) != _rates(right.models[label])
+    ]
+    if changed:
+        shown = "; ".join(changed[:3]) + (" ..." if len(changed) > 3 else "")
+        found.append(f"the prices differ for {counted(len(changed), 'model')}: {shown}")
+    return found
+
+
+def _rates(price: CardPrice | None) -> tuple | None:
+    """What a price is, its source aside (the same rate from bat.yaml or eval.yaml)."""
+    if price is None:
+        return None
+    return (price.input, price.output, price.cached_input, price.currency)
+
+
+def _price(price: CardPrice | None) -> str:
+    if price is None:
+        return "unpriced"
+    return f"{price.input:g}/{price.output:g} {price.currency} per million tokens in/out"
 
 
 def _timeouts(card: Card) -> str:

@@ -27,9 +27,12 @@ def warnings_of(resolved: ResolvedConfig, dataset: DatasetCheck | None = None) -
     return project_checks(resolved, dataset).warnings
 
 
-def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None) -> dict[str, Any]:
+def resolved_view(
+    resolved: ResolvedConfig, dataset: DatasetCheck | None = None, team_prices: Any = None
+) -> dict[str, Any]:
     """Everything a run would use, with defaults filled in and paths made concrete; URLs
-    without their credentials and ``env`` maps by name only (this is printed)."""
+    without their credentials and ``env`` maps by name only (this is printed).
+    ``team_prices``: bat.yaml's ``eval.prices``, under eval.yaml's."""
     evaluation = resolved.evaluation
     agent = evaluation.agent
     if dataset is None:
@@ -105,6 +108,33 @@ def resolved_view(resolved: ResolvedConfig, dataset: DatasetCheck | None = None)
             for judge in resolved.config.judges
         ],
         "user": _user_model(resolved),
+        "prices": price_view(resolved, team_prices),
+    }
+
+
+def price_view(resolved: ResolvedConfig, team_prices: Any = None) -> dict[str, Any]:
+    """What each model, judge and user model of a run costs per million tokens and where
+    that price comes from (eval.yaml, bat.yaml, genai-prices and its version), or null:
+    unpriced. Looked up as the run will (nothing said, nothing fetched: a newer table
+    ``update_prices`` asks for is fetched by the run only)."""
+    from bat.evaluation.cost import AGENT_DEFAULT, LIBRARY, PriceBook, library_version
+
+    quiet = PriceBook(resolved.config.prices, team_prices)
+    config = resolved.config
+    paid = [("model", m or AGENT_DEFAULT) for m in resolved.models]
+    paid += [("judge", judge) for judge in config.judges]
+    paid += [("user", config.user)] if config.user is not None else []
+    found = []
+    for role, spec in paid:
+        price = quiet.price_of(spec)
+        label = "agent-default" if spec is AGENT_DEFAULT else f"{spec.provider}:{spec.model}"
+        found.append({"role": role, "label": label, "price": price and price.record()})
+    return {
+        "library": LIBRARY,
+        "version": library_version(),
+        "update": config.evaluation.update_prices is not False,
+        "currency": quiet.currency,
+        "models": found,
     }
 
 
@@ -122,9 +152,13 @@ def _user_model(resolved: ResolvedConfig) -> dict[str, Any] | None:
 
 
 def describe(
-    resolved: ResolvedConfig, *, as_json: bool = False, dataset: DatasetCheck | None = None
+    resolved: ResolvedConfig,
+    *,
+    as_json: bool = False,
+    dataset: DatasetCheck | None = None,
+    team_prices: Any = None,
 ) -> str:
-    view = resolved_view(resolved, dataset)
+    view = resolved_view(resolved, dataset, team_prices)
     if as_json:
         return json.dumps(view, indent=2)
     agent, timeouts = view["agent"], view["timeouts_s"]
@@ -183,7 +217,23 @@ def describe(
     user_line = _user_line(view["user"], view["dataset"]["simulated_users"])
     if user_line:
         lines.append(user_line)
+    lines += _price_lines(view["prices"])
     return "\n".join(lines)
+
+
+def _price_lines(view: dict[str, Any]) -> list[str]:
+    """Each model's price per million tokens, input/output, and where it is from."""
+    newer = ", a newer table fetched by the run" if view["update"] else ""
+    lines = [f"prices         per million tokens, input / output ({view['currency']}{newer})"]
+    width = max((len(entry["label"]) for entry in view["models"]), default=0)
+    for entry in view["models"]:
+        price = entry["price"]
+        shown = "unpriced (its cost is unknown)"
+        if price is not None:
+            note = f": {price['note']}" if price.get("note") else ""
+            shown = f"{price['input']:g} / {price['output']:g}  from {price['source']}{note}"
+        lines.append(f"  - {entry['role']:<5} {entry['label']:<{width}}  {shown}")
+    return lines
 
 
 def _user_line(user: dict[str, Any] | None, simulated: int) -> str | None:
@@ -209,11 +259,13 @@ def plan(
     gates: list[Any],
     shard: Any = None,
     extra: Any = None,
+    team_prices: Any = None,
 ) -> tuple[str, list[str]]:
     """``eval.run --dry-run``: every input checked as ``eval.run`` checks it (the dataset,
     the agent's files, the judges' keys), then what would run — nothing is started and
     nothing is written. Returns the plan and the warnings worth saying. ``extra`` gives
-    more lines for the chosen tasks (the cost estimate, ``bat.evaluation.estimate``)."""
+    more lines for the chosen tasks (the cost estimate, ``bat.evaluation.estimate``);
+    ``team_prices``: bat.yaml's, for the models' prices."""
     from bat.evaluation.inputs.preflight import preflight
 
     checked = preflight(resolved)
@@ -229,7 +281,7 @@ def plan(
     )
     models = len(resolved.models)
     episodes = models * count * resolved.evaluation.k
-    lines = [describe(resolved, dataset=summary)]
+    lines = [describe(resolved, dataset=summary, team_prices=team_prices)]
     if not selection.empty:
         shown = ", ".join(task.id for task in chosen.tasks[:10])
         more = f" and {count - 10} more" if count > 10 else ""
