@@ -26,7 +26,7 @@ from bat.errors import InputError
 from bat.evaluation.log import layout, store
 from bat.evaluation.log import run as rundir
 from bat.evaluation.log.summary import CostFigures, Summary, TaskSummary
-from bat.evaluation.present.cost_shown import AT_LEAST, UNPRICED, known
+from bat.evaluation.present.cost_view import AT_LEAST, UNPRICED, known
 from bat.evaluation.present.power import mcnemar_exact
 from bat.figures import counted, money, number, percent, points
 from bat.terminal import safe

@@ -1,10 +1,12 @@
-"""What a run cost, as the report and the viewer word it.
+"""What a run cost, in one wording: the report, the viewer, the exports, ``eval.compare``
+and the gates' tables.
 
 The numbers are summary.json's and metrics.json's cost figures and the episode's own
 ``cost`` (:mod:`bat.evaluation.stats`, :mod:`bat.evaluation.cost`): nothing is computed
 here but their wording. A total with an unpriced part is a lower bound, and says so
-("at least"), since a guess would pass for a price; a run without cost shows
-:data:`~bat.figures.MISSING`, never a zero it did not measure.
+("at least 0.0102 USD"), since a guess would pass for a price; a cost of which nothing
+is known (every part unpriced) is "unpriced", and a run without cost shows
+:data:`~bat.figures.MISSING`: never a zero it did not measure.
 """
 
 from __future__ import annotations
@@ -14,15 +16,39 @@ from typing import Any
 
 from bat.errors import InputError
 from bat.evaluation.log.episode import EpisodeCost
-from bat.evaluation.log.summary import CostFigures
-from bat.figures import MISSING, money
+from bat.evaluation.log.gates import GateResult
+from bat.evaluation.log.summary import CostFigures, RowCost
+from bat.figures import MISSING, money, number
 
 ILLUSTRATIVE = "illustrative"  # the word of a price's note that makes the price made up
+UNPRICED = "unpriced"
+AT_LEAST = "at least "
 
 
 def lower_bound(figures: CostFigures) -> str:
     """ "at least " when some episode has a part without a price, else ""."""
-    return "at least " if figures.unpriced_episodes else ""
+    return AT_LEAST if figures.unpriced_episodes else ""
+
+
+def known(cost: CostFigures | None) -> bool:
+    """Whether anything of ``cost`` is known: some part of some episode had a price."""
+    return cost is not None and not nothing_priced(cost)
+
+
+def amount(value: float | None, cost: CostFigures | RowCost | None) -> str:
+    """``value`` (an amount of ``cost``) in its currency, "at least" before a lower
+    bound; "unpriced" when nothing of it had a price."""
+    if cost is None or value is None:
+        return MISSING
+    if cost.unpriced and not value:
+        return UNPRICED
+    return (AT_LEAST if cost.unpriced else "") + money(value, cost.currency)
+
+
+def gate_value(gate: GateResult) -> str:
+    """A gate's value as its tables show it (the terminal, the report, the viewer): a
+    cost gate's with its currency (``0.0102 USD``), any other as a plain number."""
+    return money(gate.value, gate.unit) if gate.unit else number(gate.value)
 
 
 def nothing_priced(figures: CostFigures) -> bool:
@@ -37,7 +63,7 @@ def figures_cells(figures: CostFigures | None) -> dict[str, Any]:
         return {"total": MISSING, "per_episode": MISSING, "per_pass": MISSING, "unpriced": []}
     least, currency = lower_bound(figures), figures.currency
     if nothing_priced(figures):  # "at least 0 USD" would say nothing
-        return {"total": "unpriced", "per_episode": MISSING, "per_pass": MISSING,
+        return {"total": UNPRICED, "per_episode": MISSING, "per_pass": MISSING,
                 "p90": MISSING, "parts": MISSING, "unpriced": list(figures.unpriced),
                 "unpriced_episodes": figures.unpriced_episodes}  # fmt: skip
     return {
@@ -67,7 +93,7 @@ def episode_parts(cost: EpisodeCost | None) -> list[tuple[str, str]]:
     for name, value in (("simulated user", cost.user), ("judges", cost.judge)):
         if value is not None:
             parts.append((name, money(value, currency)))
-    least = "at least " if cost.unpriced else ""
+    least = AT_LEAST if cost.unpriced else ""
     return [*parts, ("total", least + money(cost.total, currency))]
 
 

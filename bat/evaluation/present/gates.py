@@ -40,7 +40,7 @@ from bat.evaluation.log.summary import (
     Metrics,
     Summary,
 )
-from bat.evaluation.present.cost_shown import gate_value, known
+from bat.evaluation.present.cost_view import gate_value, known
 from bat.evaluation.stats import summarize
 from bat.figures import counted, money, number
 from bat.secrets import Scrubber

@@ -31,7 +31,7 @@ from pathlib import Path
 from bat.evaluation.log.outcome import row_outcome
 from bat.evaluation.log.summary import CostFigures, EpisodeRow, TaskSummary
 from bat.evaluation.present import conversation
-from bat.evaluation.present.cost_shown import amount
+from bat.evaluation.present.cost_view import amount
 from bat.evaluation.present.export.data import ModelData, RunData
 from bat.figures import counted, seconds
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from bat.evaluation.log.summary import CostFigures
 from bat.evaluation.present import conversation
-from bat.evaluation.present.cost_shown import amount, known
+from bat.evaluation.present.cost_view import amount, known
 from bat.evaluation.present.export.data import RunData
 from bat.figures import MISSING, counted, interval, money, number, percent
 

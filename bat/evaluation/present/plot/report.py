@@ -192,7 +192,7 @@ def _template(scrubber: Scrubber) -> Any:
 def _gates(runs: list[Run]) -> list[dict[str, Any]]:
     """The gates.json of each run folder charted, the latest run first (CI's question
     first: did this release pass?)."""
-    from bat.evaluation.present.cost_shown import gate_value
+    from bat.evaluation.present.cost_view import gate_value
     from bat.evaluation.present.gates import read, wanted
 
     folders = dict.fromkeys(

@@ -47,7 +47,7 @@ from starlette.routing import Route
 
 from bat.errors import InputError
 from bat.evaluation.log import batcli
-from bat.evaluation.present.cost_shown import gate_value
+from bat.evaluation.present.cost_view import gate_value
 from bat.evaluation.present.view import pages
 from bat.evaluation.present.view.watch import OUTCOMES, OUTCOMES_MANY, RunWatch
 from bat.figures import counted, number, percent, points, seconds
