@@ -9,23 +9,18 @@ progress lines print). The flag is text; eval.yaml's value a YAML number, never 
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BeforeValidator, Field
+
+from bat.evaluation.inputs.prices import finite_number
 
 MAX_COST = 1_000_000_000
 
 
-def _amount(value: Any) -> Any:
-    """A number (not a boolean, not text), finite."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"expected an amount of money (a number), got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"expected a finite amount, got {value!r}")
-    return value
-
-
-MaxCost = Annotated[float, BeforeValidator(_amount), Field(gt=0, le=MAX_COST)]
+MaxCost = Annotated[
+    float, BeforeValidator(finite_number("an amount of money")), Field(gt=0, le=MAX_COST)
+]
 
 
 def parse_max_cost(text: str, flag: str = "--max-cost") -> float:

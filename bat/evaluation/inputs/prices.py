@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, model_validator
@@ -41,13 +42,22 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _price(value: Any) -> Any:
-    """A number (not a boolean, not text, finite): ``input: "0.2"`` is a typo for 0.2."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"expected a price per million tokens (a number), got {_shown(value)}")
-    if not math.isfinite(value):
-        raise ValueError(f"expected a finite price, got {_shown(value)}")
-    return value
+def finite_number(what: str) -> Callable[[Any], Any]:
+    """A validator of a number typed in YAML (not a boolean, not text, finite):
+    ``input: "0.2"`` is a typo for 0.2; ``what`` names it in the error
+    ("a price per million tokens", "an amount of money")."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"expected {what} (a number), got {_shown(value)}")
+        if not math.isfinite(value):
+            raise ValueError(f"expected a finite number, got {_shown(value)}")
+        return value
+
+    return check
+
+
+_price = finite_number("a price per million tokens")
 
 
 def _currency(value: Any) -> Any:
