@@ -79,3 +79,21 @@ def start_budget(ctx: Any, run_dir: Path, limit: float, resumed: bool, say: Say)
         f"estimated at the mean cost per episode: {source})"
     )
     return budget
+
+
+def dry_run_lines(ctx: Any, flag: float | None, tasks: list[Any]) -> list[str]:
+    """``eval.run --dry-run``'s cost lines for ``tasks``: the estimate per model from the
+    last run's cost per episode, and the budget (refused first, as the run would be,
+    when a model it pays for has no price)."""
+    from bat.evaluation.estimate import estimate_lines
+
+    resolved, book = ctx.resolved, ctx.prices
+    limit = budget_limit(resolved, flag)
+    if limit is not None:
+        check_priced(ctx, limit, tasks)
+    earlier = last_run_costs(resolved.output_dir, book.currency)
+    ids = [task.id for task in tasks]
+    found = estimate_lines(resolved, ids, book, earlier, resolved.model_label)
+    if limit is not None:
+        found.append(f"budget         max_cost {money(limit, book.currency)}")
+    return found

@@ -54,28 +54,10 @@ def context(c: Context) -> RunContext:
 
 
 def _team_prices(c: Context) -> Any:
-    """bat.yaml's ``eval.prices`` (each file's checked as it was read), the layers merged
-    model by model; None without any. Two layers in two currencies are refused here."""
-    found = c.config.get("eval", {}).get("prices")
-    if not found:
-        return None
-    from pydantic import ValidationError
+    """bat.yaml's ``eval.prices`` (the layers merged model by model), or None."""
+    from bat.evaluation.inputs.prices import team_prices
 
-    from bat.errors import ConfigError
-    from bat.evaluation.inputs.prices import Prices
-
-    try:
-        return Prices.model_validate(_plain(found))
-    except ValidationError as exc:
-        problem = exc.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"bat's settings: eval.prices: {problem}") from None
-
-
-def _plain(value: Any) -> Any:
-    """Invoke's configuration proxies as plain dicts, for pydantic."""
-    if hasattr(value, "items"):
-        return {key: _plain(item) for key, item in value.items()}
-    return value
+    return team_prices(c.config.get("eval", {}).get("prices"))
 
 
 def _config(c: Context):
@@ -360,23 +342,9 @@ def _max_cost(text: str | None) -> float | None:
 
 def _estimate(ctx, flag: float | None):
     """The dry run's cost lines, for the tasks it would run (``present.show.plan``)."""
-    from bat.evaluation.budgeting import budget_limit, check_priced
-    from bat.evaluation.estimate import estimate_lines, last_run_costs
-    from bat.figures import money
+    from bat.evaluation.budgeting import dry_run_lines
 
-    def lines(tasks: list) -> list[str]:
-        resolved, book = ctx.resolved, ctx.prices
-        limit = budget_limit(resolved, flag)
-        if limit is not None:
-            check_priced(ctx, limit, tasks)
-        earlier = last_run_costs(resolved.output_dir, book.currency)
-        ids = [task.id for task in tasks]
-        found = estimate_lines(resolved, ids, book, earlier, resolved.model_label)
-        if limit is not None:
-            found.append(f"budget         max_cost {money(limit, book.currency)}")
-        return found
-
-    return lines
+    return lambda tasks: dry_run_lines(ctx, flag, tasks)
 
 
 def _enter_agent(c: Context, name: str) -> None:

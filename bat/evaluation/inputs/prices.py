@@ -144,4 +144,28 @@ class Prices(RootModel[dict[str, PriceEntry]]):
         return next((entry.currency for entry in self.root.values()), None)
 
 
-__all__ = ["MAX_PRICE", "MAX_PRICES", "PriceEntry", "Prices"]
+def team_prices(found: Any) -> Prices | None:
+    """bat.yaml's ``eval.prices`` as the settings hold it (each file's checked as it was
+    read, the layers merged model by model; Invoke's mappings), or None without any.
+    Two layers in two currencies are refused here, in one line (exit 2)."""
+    if not found:
+        return None
+    from pydantic import ValidationError
+
+    from bat.errors import ConfigError
+
+    try:
+        return Prices.model_validate(_plain(found))
+    except ValidationError as exc:
+        problem = exc.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"bat's settings: eval.prices: {problem}") from None
+
+
+def _plain(value: Any) -> Any:
+    """Invoke's configuration mappings as plain dicts, for pydantic."""
+    if hasattr(value, "items"):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+__all__ = ["MAX_PRICE", "MAX_PRICES", "PriceEntry", "Prices", "finite_number", "team_prices"]
