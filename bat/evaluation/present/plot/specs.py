@@ -542,10 +542,12 @@ def _cost_chart(alt: Any, runs: list[Run], task_filter: str | None) -> Any:
     x = alt.X(
         "cost:Q",
         title=x_title,
-        # padding: a point at either end is drawn whole, not cut by the plot's edge
+        # log: padding, so a point at either end is drawn whole, not cut by the plot's
+        # edge; linear: from 0 (a cost is never below it; padding would draw negative
+        # costs on the axis) to a tenth past the dearest point
         scale=alt.Scale(type="log", nice=False, padding=14)
         if log
-        else alt.Scale(zero=True, nice=True, padding=14),
+        else alt.Scale(domain=[0, max(costs) * 1.1 or 1], nice=False),
         axis=alt.Axis(format="~g" if log else "~r", labelOverlap=True),
     )
     y = alt.Y(
