@@ -245,3 +245,16 @@ def test_the_viewer_shows_an_episodes_cost_parts_and_the_models_figures(tmp_path
     assert "prices are illustrative" in shown  # the card's user price says so
     assert '<table class="figures cost">' in run_page and "prices are illustrative" in run_page
     assert f"at least {_money(cost.total)} USD" in run_page and "p:gone" in run_page
+
+
+def test_a_linear_cost_axis_starts_at_zero(tmp_path):
+    """Costs within a factor of the log ratio: a linear axis, from 0 (never below)."""
+    prices = book()
+    for model in ("p:cheap", "p:mid"):
+        write_run(tmp_path, "20260101-000000-near", model, MODELS[model][1], prices=prices)
+    [chart] = [c for c in build_charts(find_runs(tmp_path)).charts if c.name == "pass_rate_cost"]
+    _, _, points = layers(chart.spec)
+    x = points["encoding"]["x"]
+    assert x["title"] == "cost per episode (mean, USD)"
+    dearest = max(row["cost"] for row in points["data"]["values"])
+    assert x["scale"]["domain"] == [0, pytest.approx(dearest * 1.1)]
