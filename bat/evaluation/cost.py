@@ -319,7 +319,13 @@ def episode_cost(
         if user_price is None:
             unpriced.append(f"{user.provider}:{user.model}")
         user_cost = usage_cost(user_price, trace.simulated_user.usage)
-    return EpisodeCost(currency=book.currency, agent=agent_cost, user=user_cost, unpriced=unpriced)
+    return EpisodeCost(
+        currency=book.currency,
+        agent=agent_cost,
+        user=user_cost,
+        unpriced=unpriced,
+        untracked=agent_price is not None and not reported,
+    )
 
 
 def with_judges(

@@ -8,8 +8,9 @@ episode; a model that run did not have is unknown (or 0, a stand-in model with n
 price). Only priced parts count, as in the figures; the judges' cost is in them when that
 run was judged.
 
-The budget (``run.budget``) takes the same last run's mean for the episodes in flight
-before one of its own has ended; and on ``--resume``, what the run has spent so far.
+The budget (``run.budget``) takes the same last run's mean (of the agent's and the
+user's parts) for the episodes in flight before one of its own has ended; and on
+``--resume``, what the run's episodes have spent so far, measured the same way.
 """
 
 from __future__ import annotations
@@ -108,18 +109,18 @@ def _per_episode(cost: CostFigures) -> float:
 
 
 def spent_in(run_dir: Path) -> tuple[float, float | None]:
-    """What the episodes in ``run_dir`` cost (a resumed run's), and their agent's and
-    user's mean per episode (None: none has a cost)."""
-    spent, running, priced = 0.0, 0.0, 0
+    """What the episodes in ``run_dir`` (a resumed run's) spent as they ran — their
+    agents' and simulated users' cost, the budget's measure (``run.budget``: the judges'
+    is not) —, and its mean per episode (None: none has a cost)."""
+    spent, priced = 0.0, 0
     for folder in rundir.model_dirs(run_dir):
         if not folder.is_dir():
             continue
         for _, episode in store.episodes(folder):
             if episode.cost is not None:
-                spent += episode.cost.total
-                running += (episode.cost.agent or 0.0) + (episode.cost.user or 0.0)
+                spent += episode.cost.running
                 priced += 1
-    return spent, (running / priced if priced else None)
+    return spent, (spent / priced if priced else None)
 
 
 def estimate_lines(

@@ -41,7 +41,10 @@ Definitions, one of each:
   apart; every episode counts, infrastructure failures too (their tokens were spent).
   ``per_episode`` is over the episodes with a cost; ``per_pass`` is the total over the
   passed attempts. A part with no price is left out of every sum and the episode
-  counted in ``unpriced_episodes``: such a total is a lower bound.
+  counted in ``unpriced_episodes``: such a total is a lower bound. An episode whose
+  agent reported no tokens costs 0 for the agent when the agent reports them in other
+  episodes of the model (it failed before any model call), and is unpriced when it
+  never does (its cost is unknown): ``cost_figures``.
 * Figures are rounded to 4 decimals (times in seconds: a tenth of a millisecond); costs
   to 10 (a cheap model's episode costs millionths of a dollar).
 """
@@ -170,7 +173,10 @@ def summarize(
     by_task: dict[str, list[EpisodeRow]] = {}
     for row in rows:
         by_task.setdefault(row.task_id, []).append(row)
-    tasks = [_task_summary(task_id, task_rows, k) for task_id, task_rows in by_task.items()]
+    tracked = reports_tokens(rows)  # decided over the model: per task the same
+    tasks = [
+        _task_summary(task_id, task_rows, k, tracked) for task_id, task_rows in by_task.items()
+    ]
     judge = _judge_stats(rows)
     totals = _totals(rows, tasks, judge)
     conversation = conversation_figures(rows, k)
@@ -223,7 +229,7 @@ def _totals(
     )
 
 
-def _task_summary(task_id: str, rows: list[EpisodeRow], k: int) -> TaskSummary:
+def _task_summary(task_id: str, rows: list[EpisodeRow], k: int, tracked: bool) -> TaskSummary:
     attempts = len(rows)
     passed = sum(row.success for row in rows)
     infra = sum(row.infra_error is not None for row in rows)
@@ -247,7 +253,7 @@ def _task_summary(task_id: str, rows: list[EpisodeRow], k: int) -> TaskSummary:
         pass_hat={str(j): _round(pass_hat_k(judged, passed, j)) for j in range(1, judged + 1)},
         judge={name: stats.mean for name, stats in judge.items()} if judge else None,
         conversation=conversation_figures(rows, k),
-        cost=cost_figures(rows),
+        cost=cost_figures(rows, tracked),
     )
 
 
@@ -446,15 +452,32 @@ def row_cost(episode: EpisodeResult) -> RowCost | None:
         user=cost.user,
         judge=cost.judge,
         unpriced=list(cost.unpriced),
+        untracked=cost.untracked,
     )
 
 
-def cost_figures(rows: list[EpisodeRow]) -> CostFigures | None:
+# What ``unpriced`` names for an agent that reported no tokens in any episode.
+NO_TOKENS = "the agent (no tokens reported)"
+
+
+def reports_tokens(rows: Iterable[EpisodeRow]) -> bool:
+    """Whether the agent reported its tokens in some episode of ``rows`` (a model's)."""
+    return any(row.cost is not None and not row.cost.untracked for row in rows)
+
+
+def cost_figures(rows: list[EpisodeRow], tracked: bool | None = None) -> CostFigures | None:
     """The cost of the rows' episodes; None when none has a cost (the key is then left
-    out of the files: an older bat's run keeps its bytes)."""
+    out of the files: an older bat's run keeps its bytes).
+
+    An episode whose agent reported no tokens (``untracked``): when the agent reports
+    them in other episodes of the model (``tracked``, by default over ``rows``), it spent
+    nothing there (an error before any model call): its agent part is 0. When it never
+    reports them, its cost is unknown: the episode is unpriced and ``NO_TOKENS`` named."""
     costed = [row.cost for row in rows if row.cost is not None]
     if not costed:
         return None
+    tracked = reports_tokens(rows) if tracked is None else tracked
+    unknown = not tracked and any(cost.untracked for cost in costed)
     totals = [cost.total for cost in costed]
     total = sum(totals)
     passed = sum(row.success for row in rows if row.cost is not None)
@@ -465,8 +488,13 @@ def cost_figures(rows: list[EpisodeRow]) -> CostFigures | None:
         judge=_money(sum(cost.judge or 0.0 for cost in costed)),
         user=_money(sum(cost.user or 0.0 for cost in costed)),
         episodes=len(costed),
-        unpriced_episodes=sum(bool(cost.unpriced) for cost in costed),
-        unpriced=sorted({name for cost in costed for name in cost.unpriced}),
+        unpriced_episodes=sum(
+            bool(cost.unpriced) or (unknown and cost.untracked) for cost in costed
+        ),
+        unpriced=sorted(
+            {name for cost in costed for name in cost.unpriced}
+            | ({NO_TOKENS} if unknown else set())
+        ),
         per_episode=CostPerEpisode(
             mean=_money(total / len(costed)),
             p50=_money(percentile(totals, 50)),

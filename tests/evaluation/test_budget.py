@@ -65,7 +65,7 @@ def test_a_budget_stops_the_run_part_way_resume_finishes_it_and_the_dry_run_esti
     assert stopped.code == 3, stopped.err
     (run_dir,) = run_dirs(project)
     assert "budget: max_cost 0.0700 USD" in stopped.out
-    assert "budget reached: 0.0900 USD spent of max_cost 0.0700 USD" in stopped.out
+    assert "budget reached: 0.0900 USD spent by the episodes of max_cost 0.0700 USD" in stopped.out
     assert len(episodes(run_dir, MODEL)) == 3  # kept; the three others are missing
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "partial"
@@ -74,7 +74,8 @@ def test_a_budget_stops_the_run_part_way_resume_finishes_it_and_the_dry_run_esti
     assert "starting the agent" in stopped.out.split("[openai:other]")[0]
     assert not (run_dir / "openai_other" / "episodes").exists()
     assert (
-        "the budget (max_cost 0.0700 USD) was reached with 0.0900 USD spent: 3 episodes not "
+        "the budget (max_cost 0.0700 USD) was reached with 0.0900 USD spent by the episodes "
+        "(their agents and simulated users; judging comes on top): 3 episodes not "
         f"run (finish the run with a higher budget: bat eval.run --resume {run_dir.name} "
         "--max-cost Y)"
     ) in stopped.err
@@ -129,8 +130,8 @@ def test_the_in_flight_estimate_holds_episodes_back_before_any_is_spent():
     budget = CostBudget(1.0, earlier_mean=0.3, say=said.append)
     assert [budget.may_start() for _ in range(5)] == [True, True, True, True, False]
     assert said == [
-        "budget reached: 0 USD spent and 4 episodes in flight (about 1.20 USD) of max_cost "
-        "1.00 USD; no new episode starts"
+        "budget reached: 0 USD spent by the episodes and 4 episodes in flight (about "
+        "1.20 USD) of max_cost 1.00 USD; no new episode starts (judging comes on top)"
     ]
     budget.landed()
     budget.written(EpisodeCost(agent=0.1))

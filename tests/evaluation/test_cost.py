@@ -215,3 +215,22 @@ def test_the_price_update_is_off_unless_turned_on_and_then_for_the_run_only():
     assert book.price("openai", "gpt-4o-mini").input == installed.input
     assert len(said) == 1 and said[0].startswith(f"could not update the prices from {url} (")
     assert book.record()["updated"] is False
+
+
+def test_an_agent_that_reports_no_tokens_is_free_where_it_failed_unknown_where_it_never_does():
+    book = PriceBook(Prices.model_validate({"a:agent": {"input": 1, "output": 2}}))
+
+    def row(passed: bool, tokens: int):
+        episode = logkit.episode("t", 1, passed, prompt_tokens=tokens, completion_tokens=0)
+        episode.trace.usage_source = "stream" if tokens else "none"
+        episode.cost = episode_cost(book, episode, Spec("a:agent"))
+        return stats.row_of(episode)
+
+    silent = row(False, 0)
+    assert silent.cost.untracked and silent.cost.agent is None
+    # it reports its tokens elsewhere: the silent episode failed before any model call
+    mixed = stats.cost_figures([row(True, 1_000_000), silent])
+    assert (mixed.total, mixed.unpriced_episodes, mixed.unpriced) == (1.0, 0, [])
+    # it never reports them: what it cost is unknown, and the figures say so
+    never = stats.cost_figures([silent, row(True, 0)])
+    assert never.unpriced_episodes == 2 and never.unpriced == [stats.NO_TOKENS]

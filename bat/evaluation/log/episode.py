@@ -133,6 +133,16 @@ class EpisodeCost(BaseModel):
     user: Money | None = Field(None, exclude_if=_none)
     judge: Money | None = Field(None, exclude_if=_none)
     unpriced: list[str] = Field(default_factory=list)  # labels of the models with no price
+    # The agent reported no tokens in this episode (``agent`` is None): it spent nothing
+    # (an error before any model call) or does not report them; the figures tell which
+    # (``stats.cost_figures``). Left out when false.
+    untracked: bool = Field(False, exclude_if=lambda value: not value)
+
+    @property
+    def running(self) -> float:
+        """What the episode cost as it ran: its agent's and simulated user's parts (the
+        judges' comes after; a run's budget counts this)."""
+        return (self.agent or 0.0) + (self.user or 0.0)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

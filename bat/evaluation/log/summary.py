@@ -112,6 +112,7 @@ class RowCost(_Model):
     judge: Money | None = None
     # the models of its parts that have no price: ``total`` is less than it cost
     unpriced: list[str] = Field(default_factory=list)
+    untracked: bool = False  # the agent reported no tokens (``EpisodeCost.untracked``)
 
 
 class CostPerEpisode(_Model):

@@ -4,15 +4,17 @@ One budget for the whole run, shared by its models (run one after another) and b
 replicas of a model. Before an episode starts, the runner asks :meth:`CostBudget.may_start`:
 no, once what was *spent* plus the *estimate* of the episodes in flight reaches the limit.
 
-* Spent: the cost (``EpisodeCost.total``) of the run's episodes — those already in the
-  run folder (a ``--resume``; with their judges' cost, if judged) and each one written
-  since, as it is written.
+* Spent: what the run's episodes cost as they ran, their agents' and simulated users'
+  parts (``EpisodeCost.agent`` + ``user``) — those already in the run folder (a
+  ``--resume``) and each one written since, as it is written. One measure everywhere:
+  the judges' part is never in it, so a resumed run compares the same sum.
 * In flight: episodes started and not yet written, each estimated at the mean cost of an
   episode of this run so far; before one has ended, the last run's mean (the agent's and
   the user's part: ``pipeline`` finds it), else 0.
 
-The judges score the episodes after they all ran, so their cost for this run's new
-episodes is not known while it runs and is not counted (docs/eval.md says so).
+The judges score the episodes after they all ran, so their cost is not known while the
+episodes run and is never counted; the messages say "spent by the episodes" and that
+judging comes on top (docs/eval.md says so).
 
 The runner is one event loop: no lock is needed.
 """
@@ -68,8 +70,9 @@ class CostBudget:
                 else ""
             )
             self.say(
-                f"budget reached: {self._money(self.spent)} spent{flying} of max_cost "
-                f"{self._money(self.limit)}; no new episode starts"
+                f"budget reached: {self._money(self.spent)} spent by the episodes{flying} "
+                f"of max_cost {self._money(self.limit)}; no new episode starts (judging "
+                "comes on top)"
             )
         return self.stopped
 
@@ -81,9 +84,10 @@ class CostBudget:
         """An episode was written with ``cost`` (None: no price book)."""
         if cost is None:
             return
-        self.spent += cost.total
+        spent = cost.running
+        self.spent += spent
         self.ended += 1
-        self.ended_cost += cost.total
+        self.ended_cost += spent
 
     def left_out(self, episodes: int) -> None:
         self.not_scheduled += episodes
@@ -104,5 +108,6 @@ class CostBudget:
         """A model's run.json reason when the budget left ``episodes`` of it unrun."""
         return (
             f"the budget (max_cost {self._money(self.limit)}) was reached with "
-            f"{self._money(self.spent)} spent: {counted(episodes, 'episode')} not run"
+            f"{self._money(self.spent)} spent by the episodes (their agents and simulated "
+            f"users; judging comes on top): {counted(episodes, 'episode')} not run"
         )
