@@ -67,6 +67,13 @@ class _Model:
 AGENT_DEFAULT = _Model("agent", "agent-default")
 
 
+def label_of(provider: str, model: str) -> str:
+    """A model as messages and files name it: ``provider:model``, or ``agent-default``."""
+    if (provider, model) == (AGENT_DEFAULT.provider, AGENT_DEFAULT.model):
+        return AGENT_DEFAULT.model
+    return f"{provider}:{model}"
+
+
 @dataclass(frozen=True)
 class ModelPrice:
     """One model's prices per million tokens, and where they came from."""
@@ -135,8 +142,9 @@ class PriceBook:
             from bat.errors import InputError
 
             raise InputError(
-                f"prices: eval.yaml's are in {(own.currency if own else '')} and bat.yaml's in "
-                f"{(team.currency if team else '')}: give every price in one currency"
+                f"eval.yaml's prices: are in {(own.currency if own else '')} and bat.yaml's "
+                f"eval.prices in {(team.currency if team else '')}: give every price in one "
+                "currency (a total of two currencies means nothing)"
             )
         self.currency = currencies.pop() if currencies else "USD"
         # genai-prices' table is in dollars: with another currency it is not asked.
@@ -160,7 +168,7 @@ class PriceBook:
             first = key not in self._found
             self._found[key] = found
         if found is None and first and not stand_in and self._say is not None:
-            self._say(unpriced_line(f"{provider}:{model}", stand_in))
+            self._say(unpriced_line(f"{provider}:{model}", stand_in, self.currency))
         return found
 
     def price_of(self, spec: Any) -> ModelPrice | None:
@@ -227,7 +235,7 @@ class PriceBook:
             found = sorted(self._found.items(), key=lambda item: item[0])
         models: dict[str, Any] = {}
         for (provider, model, _), price in found:
-            models[f"{provider}:{model}"] = None if price is None else price.record()
+            models[label_of(provider, model)] = None if price is None else price.record()
         record: dict[str, Any] = {
             "library": LIBRARY,
             "version": library_version(),
@@ -235,12 +243,18 @@ class PriceBook:
         }
         if self.update_from is not None:
             shown = display_url(self.update_from) or self.update_from
-            record |= {"updated_from": shown, "updated": bool(self.updated)}
+            # updated: null when no model needed genai-prices, so nothing was fetched
+            record |= {"updated_from": shown, "updated": self.updated}
         return record | {"currency": self.currency, "models": models}
 
 
-def unpriced_line(label: str, stand_in: bool = False) -> str:
+def unpriced_line(label: str, stand_in: bool = False, currency: str = "USD") -> str:
     """The one line said of a model without a price."""
+    if currency != "USD":
+        return (
+            f"no price for {label}: its cost is unknown (the prices are in {currency}, so "
+            f"genai-prices' dollar prices are not used); give one in prices: in eval.yaml"
+        )
     if stand_in:
         return (
             f"{label} is bat's scripted stand-in model: it costs nothing real, and its "
@@ -311,7 +325,7 @@ def episode_cost(
     trace = episode.trace
     reported = trace.usage_source != "none" or trace.usage.total_tokens > 0
     if agent_price is None:
-        unpriced.append(f"{agent.provider}:{agent.model}")
+        unpriced.append(label_of(agent.provider, agent.model))
     agent_cost = usage_cost(agent_price, trace.usage) if reported else None
     user_cost = None
     if trace.simulated_user is not None and user is not None:

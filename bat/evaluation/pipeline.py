@@ -38,10 +38,11 @@ from bat.evaluation.log.episode import EpisodeResult, Verdict
 from bat.evaluation.log.gates import GatesFile
 from bat.evaluation.log.run import TAIL_SHOWN, ModelEntry, RunRecord
 from bat.evaluation.log.summary import CostFigures, Summary, Totals
+from bat.evaluation.present.cost_view import amount, known
 from bat.evaluation.run.model_run import ModelRecord, agent_log, failed, model_record, run_model
 from bat.evaluation.stats import row_of, summarize
 from bat.evaluation.verdict import judge_episode
-from bat.figures import counted, money, percent
+from bat.figures import counted, percent
 from bat.secrets import display_url
 from bat.terminal import safe
 
@@ -71,6 +72,9 @@ def run_evaluation(
     ``evaluation.max_cost``) is the run's budget (``bat.evaluation.budgeting``)."""
     resolved, scrubber, say = ctx.resolved, ctx.scrubber, ctx.say(say)
     checked = preflight(resolved)
+    # Prices before any run folder: eval.yaml's and bat.yaml's in two currencies are
+    # refused here, and each unpriced model is said once, before the first episode.
+    ctx.prices.look_up_all(resolved)
     limit = budget_limit(resolved, max_cost)
     if limit is not None:  # an unpriced model: refused before the run folder is made
         check_priced(ctx, limit, checked.dataset.tasks)
@@ -129,7 +133,6 @@ def run_evaluation(
             say(f"{len(checked.dataset.tasks)} of {total} tasks chosen by {selection.flags()}")
         if shard is not None:
             say(f"slice {shard} of the run's episodes (bat eval.merge puts the slices together)")
-    ctx.prices.look_up_all(resolved)  # each unpriced model said once, before any episode
     # a resumed run keeps its card (and the prices it started with)
     write_card(run_dir, resolved, checked.dataset, scrubber, ctx.prices.record())
     ctx.run_dir = run_dir
@@ -443,10 +446,11 @@ def result_line(label: str, totals: Totals, k: int, cost: CostFigures | None = N
         notes.append(f"{counted(totals.infra_failures, 'infrastructure failure')} ({kinds})")
     if totals.vacuous_passes:
         notes.append(counted(totals.vacuous_passes, "vacuous pass", "vacuous passes"))
-    if cost is not None:
-        least = "at least " if cost.unpriced_episodes else ""
-        per_pass = f", {money(cost.per_pass, cost.currency)} per pass" if cost.per_pass else ""
-        notes.append(f"cost {least}{money(cost.total, cost.currency)}{per_pass}")
+    if cost is not None and not known(cost):  # "at least 0 USD" would say nothing
+        notes.append(f"cost unknown (no price for {', '.join(cost.unpriced)})")
+    elif cost is not None:
+        per_pass = f", {amount(cost.per_pass, cost)} per pass" if cost.per_pass else ""
+        notes.append(f"cost {amount(cost.total, cost)}{per_pass}")
     return (
         f"[{label}] {totals.passed}/{totals.attempts} episodes passed "
         f"({percent(totals.success_percentage / 100)}), "

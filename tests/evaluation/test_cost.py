@@ -234,3 +234,12 @@ def test_an_agent_that_reports_no_tokens_is_free_where_it_failed_unknown_where_i
     # it never reports them: what it cost is unknown, and the figures say so
     never = stats.cost_figures([silent, row(True, 0)])
     assert never.unpriced_episodes == 2 and never.unpriced == [stats.NO_TOKENS]
+
+
+def test_a_cached_judgement_costs_its_own_episode_again_and_another_nothing(tmp_path):
+    from bat.evaluation.judging.cache import JudgeCache
+
+    cache = JudgeCache(tmp_path / "judge-cache")
+    cache.put("k", "{}", (1200, 80), episode="m/t/1", judge="openai:j")
+    assert cache.entry("k", "m/t/1") == ("{}", (1200, 80))  # a re-judge: the same cost
+    assert cache.entry("k", "other/t/1") == ("{}", (0, 0))  # reused: paid once, not twice

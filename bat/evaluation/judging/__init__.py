@@ -246,7 +246,8 @@ def _judge_one(
         prompt = build_prompt(episode, task, spec.prompts, spec.budget_chars)
         key = cache_key(spec.label, where, RUBRIC_VERSION, prompt.sha256)
         count = len(task.expected.assertions) if task is not None else 0
-        found = cache.entry(key)
+        made_for = f"{episode.model}/{episode.task_id}/{episode.attempt}"
+        found = cache.entry(key, made_for)
         if found is not None:
             reply, tokens = found
             try:
@@ -267,6 +268,7 @@ def _judge_one(
                 key,
                 reply,
                 tokens,
+                episode=made_for,
                 judge=spec.label,
                 base_url=client.shown_base_url if where == client.base_url else where,
                 rubric_version=RUBRIC_VERSION,

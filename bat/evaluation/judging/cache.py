@@ -50,9 +50,10 @@ class JudgeCache:
         found = self.entry(key)
         return None if found is None else found[0]
 
-    def entry(self, key: str) -> tuple[str, tuple[int, int]] | None:
+    def entry(self, key: str, episode: str = "") -> tuple[str, tuple[int, int]] | None:
         """The cached reply and the (prompt, completion) tokens it took when it was made
-        (0 in a file written before bat kept them), or None."""
+        for ``episode`` (0 in a file written before bat kept them, and 0 when it was made
+        for another episode: reusing it cost nothing), or None."""
         try:  # a FIFO in the cache folder is never opened (read_regular)
             data = json.loads(read_regular(self.path(key)).decode("utf-8"))
         except (OSError, ValueError, InputError):
@@ -63,7 +64,7 @@ class JudgeCache:
         if not isinstance(reply, str):
             return None
         tokens = data.get("tokens")
-        tokens = tokens if isinstance(tokens, dict) else {}
+        tokens = tokens if isinstance(tokens, dict) and data.get("episode") == episode else {}
         return reply, (
             reported_count(tokens.get("prompt_tokens")),
             reported_count(tokens.get("completion_tokens")),
@@ -71,7 +72,8 @@ class JudgeCache:
 
     def put(self, key: str, reply: str, tokens: tuple[int, int] = (0, 0), **meta: str) -> None:
         """Store a reply and the tokens it took; ``meta`` (judge, base_url,
-        rubric_version, ...) is for humans."""
+        rubric_version, ...) is for humans, but its ``episode`` (the one the judgement was
+        made for) decides whose cost the tokens are (:meth:`entry`)."""
         if not self._made:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._made = True

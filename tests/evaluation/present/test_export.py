@@ -115,7 +115,7 @@ def test_csv_has_a_row_per_episode_and_no_formula(made, tmp_path):
     assert list(rows[0])[:6] == ["run_id", "model", "task_id", "attempt", "status", "passed"]
     # a run of this bat has a cost: its columns come after reason (the echo agent's unknown)
     assert list(rows[0])[-len(COST_COLUMNS) - 1 :] == ["reason", *COST_COLUMNS]
-    assert rows[0]["cost.agent"] == "" and rows[0]["cost.unpriced"] == "agent:agent-default"
+    assert rows[0]["cost.agent"] == "" and rows[0]["cost.unpriced"] == "agent-default"
     by_task = {}
     for row in rows:
         by_task.setdefault(row["task_id"], []).append(row)
