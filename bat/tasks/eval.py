@@ -332,7 +332,7 @@ def _max_cost(text: str | None) -> float | None:
     from bat.errors import UsageError
     from bat.evaluation.inputs.budget import parse_max_cost
 
-    if text is None or text == "":
+    if text is None:
         return None
     try:
         return parse_max_cost(str(text))

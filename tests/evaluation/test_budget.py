@@ -105,7 +105,7 @@ def test_a_budget_with_an_unpriced_model_or_a_bad_amount_is_refused_before_the_r
     tmp_path, bat, home
 ):
     project, config = priced_project(tmp_path / "p")
-    for bad in ("0", "-1", "nan", "inf", "lots", "1e12"):
+    for bad in ("0", "-1", "nan", "inf", "lots", "1e12", ""):  # "": an unset $BUDGET
         result = bat("eval.run", "--max-cost", bad, cwd=project)
         assert result.code == 2 and result.err.count("\n") == 1, result.err
         assert result.err.startswith(f"bat: error: --max-cost '{bad}': expected an amount")

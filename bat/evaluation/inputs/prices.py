@@ -27,7 +27,15 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    RootModel,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticUndefined
 
 MAX_PRICES = 1000  # entries of one prices: section
@@ -42,12 +50,25 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _looks_like_a_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
 def finite_number(what: str) -> Callable[[Any], Any]:
     """A validator of a number typed in YAML (not a boolean, not text, finite):
     ``input: "0.2"`` is a typo for 0.2; ``what`` names it in the error
     ("a price per million tokens", "an amount of money")."""
 
     def check(value: Any) -> Any:
+        if isinstance(value, str) and _looks_like_a_number(value):
+            # YAML 1.1 reads 1e-3 (no dot in the mantissa) as text
+            raise ValueError(
+                f"expected {what} (a number), got the text {_shown(value)}: write it "
+                "unquoted, with a dot (0.001 or 1.0e-3)"
+            )
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"expected {what} (a number), got {_shown(value)}")
         if not math.isfinite(value):
@@ -83,7 +104,17 @@ class PriceEntry(BaseModel):
     output: Price
     cached_input: Price | None = None  # None: the input price
     currency: Currency = "USD"
+    # shown in eval.show, the report and the card: no control character (an ESC would
+    # recolour a terminal)
     note: str | None = Field(default=None, min_length=1, max_length=200)
+
+    @field_validator("note")
+    @classmethod
+    def _printable(cls, value: str | None) -> str | None:
+        """Shown by eval.show, the report and the card: an ESC would recolour a terminal."""
+        if value is not None and re.search(r"[\x00-\x1f\x7f]", value):
+            raise ValueError("has a control character (a note is shown on terminals)")
+        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -63,6 +63,8 @@ BAD = {
     ),
     "a lower-case currency": ("  m: {input: 1, output: 1, currency: usd}\n", "currency", "USD"),
     "a control character": ('  "m\\x01": {input: 1, output: 1}\n', "prices", "no model name"),
+    "an escape in a note": ('  m: {input: 1, output: 1, note: "a\\e[31m"}\n', "note", "control"),
+    "1e-3, text to YAML": ("  m: {input: 1e-3, output: 1}\n", "input", "with a dot (0.001"),
     "a deeply nested value": (
         "  m: {input: " + "[" * 60 + "]" * 60 + ", output: 1}\n",
         "input",
