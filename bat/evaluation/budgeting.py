@@ -96,4 +96,25 @@ def dry_run_lines(ctx: Any, flag: float | None, tasks: list[Any]) -> list[str]:
     found = estimate_lines(resolved, ids, book, earlier, resolved.model_label)
     if limit is not None:
         found.append(f"budget         max_cost {money(limit, book.currency)}")
+        running = _running_estimate(resolved, len(tasks), earlier)
+        if running is not None and running >= limit:
+            found.append(
+                f"               the episodes alone are estimated at about "
+                f"{money(running, book.currency)} (judging comes on top): the run would "
+                "stop part-way"
+            )
     return found
+
+
+def _running_estimate(resolved: Any, tasks: int, earlier: Any) -> float | None:
+    """What the planned episodes would spend as they run (the budget's measure: agents
+    and simulated users), from the last run; None when a model has no earlier cost."""
+    if earlier is None:
+        return None
+    total = 0.0
+    for model in resolved.models:
+        costs = earlier.models.get(resolved.model_label(model))
+        if costs is None:
+            return None
+        total += costs.running * tasks * resolved.evaluation.k
+    return total

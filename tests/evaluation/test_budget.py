@@ -95,6 +95,11 @@ def test_a_budget_stops_the_run_part_way_resume_finishes_it_and_the_dry_run_esti
     assert "[openai:house] about 0.180 USD (6 episodes; each task at its own cost" in dry.out
     assert "[openai:other] about 0.0900 USD (6 episodes" in dry.out
     estimate = estimate_of(dry.out)
+    short = bat("eval.run", "--dry-run", "--max-cost", "0.1", cwd=project)  # 0.27 planned
+    assert "the episodes alone are estimated at about 0.270 USD (judging comes on top): the" in (
+        short.out
+    )
+    assert "would stop" not in dry.out  # no budget, no warning
     again = bat("eval.run", cwd=project)  # the same run again: its real cost
     assert again.code == 0, again.err
     real = sum(summary(run_dirs(project)[-1], m)["cost"]["total"] for m in (MODEL, "openai_other"))
