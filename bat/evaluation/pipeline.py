@@ -73,8 +73,9 @@ def run_evaluation(
     resolved, scrubber, say = ctx.resolved, ctx.scrubber, ctx.say(say)
     checked = preflight(resolved)
     # Prices before any run folder: eval.yaml's and bat.yaml's in two currencies are
-    # refused here, and each unpriced model is said once, before the first episode.
-    ctx.prices.look_up_all(resolved)
+    # refused here (the book is made; each unpriced model is said below, once the run
+    # goes ahead).
+    prices = ctx.prices
     limit = budget_limit(resolved, max_cost)
     if limit is not None:  # an unpriced model: refused before the run folder is made
         check_priced(ctx, limit, checked.dataset.tasks)
@@ -134,7 +135,8 @@ def run_evaluation(
         if shard is not None:
             say(f"slice {shard} of the run's episodes (bat eval.merge puts the slices together)")
     # a resumed run keeps its card (and the prices it started with)
-    write_card(run_dir, resolved, checked.dataset, scrubber, ctx.prices.record())
+    prices.look_up_all(resolved)  # each unpriced model said once, before any episode
+    write_card(run_dir, resolved, checked.dataset, scrubber, prices.record())
     ctx.run_dir = run_dir
     say(f"run {run_dir}")
     resumed = bool(resume or retry_infra)

@@ -243,3 +243,17 @@ def test_a_cached_judgement_costs_its_own_episode_again_and_another_nothing(tmp_
     cache.put("k", "{}", (1200, 80), episode="m/t/1", judge="openai:j")
     assert cache.entry("k", "m/t/1") == ("{}", (1200, 80))  # a re-judge: the same cost
     assert cache.entry("k", "other/t/1") == ("{}", (0, 0))  # reused: paid once, not twice
+
+
+def test_prices_in_two_currencies_are_refused_before_any_run_folder(tmp_path, bat, home):
+    project = make_project(tmp_path / "p", [{"id": "t", "turns": ["hi"], "expected": {}}])
+    config = yaml.safe_load((project / "eval/eval.yaml").read_text())
+    config["prices"] = {"a:m": {"input": 1, "output": 2}}  # USD
+    (project / "eval/eval.yaml").write_text(yaml.safe_dump(config))
+    (project / "bat.yaml").write_text(
+        "eval:\n  prices:\n    b:m: {input: 1, output: 2, currency: EUR}\n"
+    )
+    result = bat("eval.run", cwd=project)
+    assert result.code == 2 and result.err.count("\n") == 1, result.err
+    assert "eval.yaml's prices: are in USD and bat.yaml's eval.prices in EUR" in result.err
+    assert run_dirs(project) == []  # nothing written
