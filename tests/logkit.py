@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from bat.evaluation.log import run as rundir
 from bat.evaluation.log import store
 from bat.evaluation.log.episode import (
     EpisodeResult,
@@ -101,6 +102,19 @@ def outcomes(letters: dict[str, str], **options) -> list[EpisodeResult]:
                 )
             )
     return found
+
+
+def new_run(output: Path, run_id: str, tasks: list[str], model: str = "m") -> Path:
+    """A finished run's folder with its run.json (one model ``model``, in folder
+    ``model``), written by bat's own code; its episodes are the caller's."""
+    run_dir = output / run_id
+    run_dir.mkdir(parents=True)
+    record = rundir.RunRecord(
+        run_id=run_id, status="completed", started_at="2026-01-01T00:00:00Z", tasks=tasks
+    )
+    record.models.append(rundir.ModelEntry(label=model, dir=model, status="completed"))
+    rundir.write_run(run_dir, record, scrubber=NO_SECRETS)
+    return run_dir
 
 
 def write_model(

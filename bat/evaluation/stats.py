@@ -180,7 +180,7 @@ def summarize(
     judge = _judge_stats(rows)
     totals = _totals(rows, tasks, judge)
     conversation = conversation_figures(rows, k)
-    cost = cost_figures(rows)
+    cost = cost_figures(rows, tracked)
     summary = Summary(
         run_name=run_name,
         timestamp_utc=timestamp_utc,

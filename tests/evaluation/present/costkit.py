@@ -8,10 +8,8 @@ from pathlib import Path
 
 from bat.evaluation.cost import PriceBook, episode_cost, with_judges
 from bat.evaluation.inputs.prices import Prices
-from bat.evaluation.log import run as rundir
 from bat.evaluation.log.episode import Usage
 from tests import logkit
-from tests.logkit import NO_SECRETS
 
 # Per million tokens: an agent prompt token costs a millionth, a completion token two.
 PRICES = {"m": {"input": 1, "output": 2}, "judge": {"input": 3, "output": 6}}
@@ -42,13 +40,7 @@ def write_run(
     episode priced (agent ``tokens`` prompt tokens, half as many completion tokens, and
     one judge call) unless not ``priced`` (a run of a bat before prices); an ``agent`` or
     ``judge`` not in :data:`PRICES` is unpriced."""
-    run_dir = output / run_id
-    run_dir.mkdir(parents=True)
-    record = rundir.RunRecord(
-        run_id=run_id, status="completed", started_at="2026-01-01T00:00:00Z", tasks=list(letters)
-    )
-    record.models.append(rundir.ModelEntry(label="m", dir="m", status="completed"))
-    rundir.write_run(run_dir, record, scrubber=NO_SECRETS)
+    run_dir = logkit.new_run(output, run_id, list(letters))
     episodes = logkit.outcomes(letters, prompt_tokens=tokens, completion_tokens=tokens // 2)
     if priced:
         entries = {name: {**entry, "currency": currency or "USD"} for name, entry in PRICES.items()}

@@ -25,7 +25,6 @@ from bat.evaluation.inputs.gate_specs import (
     command_line_gates,
     parse_expression,
 )
-from bat.evaluation.log import run as rundir
 from tests import logkit
 from tests.conftest import run_bat
 from tests.evalkit import make_project, run_dirs
@@ -56,13 +55,7 @@ def one_line(result) -> str:
 
 def write_run(output: Path, run_id: str, letters: dict[str, str]) -> Path:
     """A finished run of one model ``m``, written by bat's own log code."""
-    run_dir = output / run_id
-    run_dir.mkdir(parents=True)
-    record = rundir.RunRecord(
-        run_id=run_id, status="completed", started_at="2026-01-01T00:00:00Z", tasks=list(letters)
-    )
-    record.models.append(rundir.ModelEntry(label="m", dir="m", status="completed"))
-    rundir.write_run(run_dir, record, scrubber=NO_SECRETS)
+    run_dir = logkit.new_run(output, run_id, list(letters))
     logkit.write_model(run_dir / "m", logkit.outcomes(letters), run_id=run_id)
     return run_dir
 
