@@ -72,6 +72,7 @@ def test_every_export_carries_the_cost(runs, tmp_path):
     first = dict(zip(table[0], table[1], strict=True))
     assert float(first["cost.total"]) == rows[0]["cost"]["total"]
     assert float(first["cost.judge"]) == rows[0]["cost"]["judge"]
+    assert not any("e-" in first[column] for column in COST_COLUMNS)  # plain decimals
     assert (first["cost.currency"], first["cost.unpriced"], first["cost.user"]) == ("USD", "", "")
     # Markdown: total, per episode, per pass in the models table
     header, _, line = found["markdown"].split("| Model |", 1)[1].splitlines()[:3]

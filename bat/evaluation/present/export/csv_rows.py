@@ -92,7 +92,16 @@ def _cost_cells(row: EpisodeRow) -> list[object]:
     cost = row.cost
     if cost is None:
         return [""] * len(COST_COLUMNS)
-    return [cost.agent, cost.user, cost.judge, cost.total, cost.currency, ";".join(cost.unpriced)]
+    amounts = [_plain(value) for value in (cost.agent, cost.user, cost.judge, cost.total)]
+    return [*amounts, cost.currency, ";".join(cost.unpriced)]
+
+
+def _plain(amount: float | None) -> str | None:
+    """An amount in plain decimals (``0.000044``, not Python's ``4.4e-05``, which some
+    spreadsheets read as text); costs are rounded to 10 decimals where computed."""
+    if amount is None:
+        return None
+    return f"{amount:.10f}".rstrip("0").rstrip(".") or "0"
 
 
 def has_conversations(run: RunData) -> bool:
